@@ -1,0 +1,147 @@
+"""Safe on-disk primitives shared by every index component: no pickle, checksums, fsync.
+
+Every component directory holds data files plus one JSON manifest that records a
+``format`` name, a ``format_version`` and the SHA-256 of each data file. Loading verifies
+the manifest and every checksum *before* any data file is handed to numpy or faiss, so a
+truncated or tampered file raises :class:`IndexLoadError` naming it instead of crashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from parsers.errors import IndexLoadError, IndexVersionError
+
+__all__ = [
+    "fsync_dir",
+    "load_npy",
+    "read_json",
+    "read_manifest",
+    "save_npy",
+    "sha256_file",
+    "write_json",
+    "write_manifest",
+]
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fsync_dir(path: str | Path) -> None:
+    """Flush a directory entry to disk so a rename or a new file survives a crash."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Write JSON (UTF-8, sorted keys) and fsync it."""
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, ensure_ascii=False, sort_keys=True, indent=1)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_json(path: str | Path) -> Any:
+    """Read JSON, mapping every failure to :class:`IndexLoadError` naming the file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError as exc:
+        raise IndexLoadError(path, "file is missing") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IndexLoadError(path, f"not readable JSON ({exc})") from exc
+
+
+def save_npy(path: str | Path, array: np.ndarray) -> None:
+    """Save an array as ``.npy`` (never pickled) and fsync it."""
+    with open(path, "wb") as handle:
+        np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def load_npy(path: str | Path, *, mmap: bool = False) -> np.ndarray:
+    """Load a ``.npy`` file without pickle, optionally memory-mapped read-only."""
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except FileNotFoundError as exc:
+        raise IndexLoadError(path, "file is missing") from exc
+    except (OSError, ValueError, EOFError) as exc:
+        raise IndexLoadError(path, f"not a valid .npy array ({exc})") from exc
+
+
+def write_manifest(
+    directory: str | Path,
+    name: str,
+    *,
+    fmt: str,
+    version: int,
+    files: Iterable[str],
+    data: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Write ``directory/name`` recording the format, version, data and file checksums.
+
+    The data files must already be written (and fsynced) in ``directory``.
+    """
+    directory = Path(directory)
+    manifest = dict(data)
+    manifest["format"] = fmt
+    manifest["format_version"] = version
+    manifest["files"] = {f: sha256_file(directory / f) for f in sorted(files)}
+    write_json(directory / name, manifest)
+    return manifest
+
+
+def read_manifest(
+    directory: str | Path, name: str, *, fmt: str, version: int, verify: bool = True
+) -> dict[str, Any]:
+    """Read and check a manifest written by :func:`write_manifest`.
+
+    Raises:
+        IndexLoadError: the manifest or a listed file is missing, unreadable, of another
+            format, or fails its checksum (the message names the file).
+        IndexVersionError: the manifest's ``format_version`` is newer than ``version``.
+    """
+    directory = Path(directory)
+    path = directory / name
+    manifest = read_json(path)
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt:
+        raise IndexLoadError(path, f"not a {fmt!r} manifest")
+    found = manifest.get("format_version")
+    if not isinstance(found, int) or found < 1:
+        raise IndexLoadError(path, f"invalid format_version {found!r}")
+    if found > version:
+        msg = (
+            f"format_version {found} is newer than this package reads ({version}); "
+            "upgrade the package or rebuild the index"
+        )
+        raise IndexVersionError(path, msg)
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        raise IndexLoadError(path, "manifest lists no files")
+    if verify:
+        for fname, expected in files.items():
+            fpath = directory / fname
+            if not fpath.is_file():
+                raise IndexLoadError(fpath, "file listed in the manifest is missing")
+            if sha256_file(fpath) != expected:
+                raise IndexLoadError(fpath, "checksum mismatch: the file is corrupt or was modified")
+    return manifest

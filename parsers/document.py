@@ -1,0 +1,130 @@
+"""The two records parsers produce: :class:`Document` (a file or a page) and :class:`Chunk`.
+
+Both are frozen pydantic models so they can be persisted as JSON and travel inside tool
+artifacts unchanged. Ids are content hashes, so they are stable across runs and machines:
+
+* ``Document.id`` defaults to a SHA-256 of the source and the text (given ids are kept, as
+  BEIR ``_id`` values are);
+* ``Chunk.id`` is a SHA-256 of the document id, the offsets and the text, so an unchanged
+  chunk keeps its id when an index is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
+
+__all__ = ["Chunk", "Document", "stable_id"]
+
+DEFAULT_SOURCE = "<text>"
+
+
+def stable_id(*parts: object) -> str:
+    """Hex SHA-256 (first 32 characters) of the JSON encoding of ``parts``."""
+    payload = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
+
+
+class Document(BaseModel):
+    """One unit of parsed text: a whole text file, or one page of a PDF.
+
+    Attributes:
+        id: stable identifier; defaults to a hash of ``metadata["source"]`` and ``text``.
+        text: the normalised text.
+        metadata: JSON values only. Always has ``source``; paged formats add ``page``
+            (1-based) and ``page_label``; formats with a title add ``title``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = ""
+    text: str
+    metadata: dict[str, JsonValue] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        metadata = dict(data.get("metadata") or {})
+        metadata.setdefault("source", DEFAULT_SOURCE)
+        data["metadata"] = metadata
+        if not data.get("id"):
+            data["id"] = stable_id("doc", metadata["source"], metadata.get("page"), data["text"])
+        return data
+
+    @property
+    def source(self) -> str:
+        """The file path or URL this document came from."""
+        return str(self.metadata.get("source", DEFAULT_SOURCE))
+
+
+class Chunk(BaseModel):
+    """A span of a document: the unit that is indexed and retrieved.
+
+    Invariant: ``document.text[chunk.start:chunk.end] == chunk.text``.
+
+    Attributes:
+        id: stable identifier derived from ``doc_id``, offsets and text.
+        doc_id: the id of the document this chunk was cut from.
+        text: the chunk text.
+        start: character offset of the first character in the document text.
+        end: character offset one past the last character.
+        metadata: the document's metadata, plus ``page_start``/``page_end`` when the chunk
+            lies on pages.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = ""
+    doc_id: str
+    text: str
+    start: int = 0
+    end: int = -1
+    metadata: dict[str, JsonValue] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        start = int(data.get("start", 0))
+        if data.get("end", -1) == -1:
+            data["end"] = start + len(data.get("text", ""))
+        if not data.get("id"):
+            data["id"] = stable_id("chunk", data["doc_id"], start, data["end"], data["text"])
+        return data
+
+    @model_validator(mode="after")
+    def _check_offsets(self) -> Chunk:
+        if self.start < 0 or self.end - self.start != len(self.text):
+            msg = (
+                f"chunk {self.id}: offsets start={self.start} end={self.end} do not span "
+                f"its text of length {len(self.text)}"
+            )
+            raise ValueError(msg)
+        return self
+
+    @classmethod
+    def from_document(
+        cls, document: Document, start: int, end: int, **extra_metadata: JsonValue
+    ) -> Chunk:
+        """Cut ``document.text[start:end]`` into a chunk carrying the document's metadata."""
+        metadata: dict[str, JsonValue] = {**document.metadata, **extra_metadata}
+        return cls(
+            doc_id=document.id,
+            text=document.text[start:end],
+            start=start,
+            end=end,
+            metadata=metadata,
+        )
+
+    @property
+    def source(self) -> str:
+        """The file path or URL of the document this chunk came from."""
+        return str(self.metadata.get("source", DEFAULT_SOURCE))

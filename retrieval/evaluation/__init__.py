@@ -1,0 +1,4 @@
+"""(filled in by its issue)."""
+
+from __future__ import annotations
+

@@ -1,0 +1,35 @@
+"""The result record every retriever returns."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from parsers.document import Chunk
+
+__all__ = ["Hit"]
+
+
+class Hit(BaseModel):
+    """One retrieved chunk with its score, its rank and every stage's score.
+
+    Attributes:
+        chunk: the retrieved chunk (text, offsets, metadata with source and page).
+        score: the final score; higher is better. Its scale depends on the last stage
+            (BM25 score, cosine similarity, fused score or reranker score).
+        rank: 1-based position in the result list.
+        scores: the score of every stage that produced this hit, keyed by stage name
+            (``bm25``, ``vector``, ``fused``, ``rerank``, ...): nothing that explains a
+            result is thrown away.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chunk: Chunk
+    score: float
+    rank: int = Field(ge=1)
+    scores: dict[str, float] = {}
+
+    @property
+    def chunk_id(self) -> str:
+        """Shortcut for ``hit.chunk.id``."""
+        return self.chunk.id

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv at the repository root and install the package with its test extras.
+# torch==2.13.0 (CPU build) goes in first, so sentence-transformers does not pull CUDA wheels.
+# Idempotent: a second run only checks what is installed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+python="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating virtual environment in .venv" >&2
+  "$python" -m venv .venv
+fi
+pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
+if ! .venv/bin/python -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
+  echo "==> installing torch==2.13.0 (CPU build)" >&2
+  "${pip[@]}" install "torch==2.13.0"
+fi
+echo "==> installing ragtools with its dev extras" >&2
+"${pip[@]}" install -e ".[dev]"
