@@ -81,7 +81,8 @@ def save_npy(path: str | Path, array: np.ndarray) -> None:
 def load_npy(path: str | Path, *, mmap: bool = False) -> np.ndarray:
     """Load a ``.npy`` file without pickle, optionally memory-mapped read-only."""
     try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        array: np.ndarray = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        return array
     except FileNotFoundError as exc:
         raise IndexLoadError(path, "file is missing") from exc
     except (OSError, ValueError, EOFError) as exc:
@@ -143,5 +144,6 @@ def read_manifest(
             if not fpath.is_file():
                 raise IndexLoadError(fpath, "file listed in the manifest is missing")
             if sha256_file(fpath) != expected:
-                raise IndexLoadError(fpath, "checksum mismatch: the file is corrupt or was modified")
+                msg = "checksum mismatch: the file is corrupt or was modified"
+                raise IndexLoadError(fpath, msg)
     return manifest

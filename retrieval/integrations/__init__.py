@@ -1,4 +1,3 @@
 """(filled in by its issue)."""
 
 from __future__ import annotations
-
