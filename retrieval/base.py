@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from parsers.document import Chunk
+from parsers.errors import ConfigError
 from retrieval.hit import Hit
 
-__all__ = ["Filter", "Retriever"]
+__all__ = ["BaseRetriever", "Filter", "Retriever", "hits_from_rows"]
 
 Filter = Mapping[str, Any]
 """A metadata filter, e.g. ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
@@ -34,3 +39,59 @@ class Retriever(Protocol):
     ) -> list[list[Hit]]:
         """One result list per query, aligned with ``queries``."""
         ...
+
+
+class BaseRetriever(ABC):
+    """Shared machinery: ``k`` defaults and validation, ``ainvoke`` and ``batch``.
+
+    Subclasses implement :meth:`_retrieve`; everything else follows from it.
+    """
+
+    def __init__(self, *, k: int = 10) -> None:
+        self.k = _check_k(k, "k")
+
+    @abstractmethod
+    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+        """Return at most ``k`` hits for ``query``, ranked from 1."""
+
+    def invoke(
+        self, query: str, *, k: int | None = None, filter: Filter | None = None
+    ) -> list[Hit]:
+        """Return at most ``k`` hits (default ``self.k``), best first.
+
+        Raises:
+            ConfigError: ``query`` is not a string or ``k`` is not a positive integer.
+        """
+        if not isinstance(query, str):
+            msg = f"query must be a string, got {type(query).__name__}"
+            raise ConfigError(msg)
+        return self._retrieve(query, self.k if k is None else _check_k(k, "k"), filter)
+
+    async def ainvoke(
+        self, query: str, *, k: int | None = None, filter: Filter | None = None
+    ) -> list[Hit]:
+        """Like :meth:`invoke`, run in a worker thread so the event loop keeps running."""
+        return await asyncio.to_thread(functools.partial(self.invoke, query, k=k, filter=filter))
+
+    def batch(
+        self, queries: Sequence[str], *, k: int | None = None, filter: Filter | None = None
+    ) -> list[list[Hit]]:
+        """One result list per query, aligned with ``queries``."""
+        return [self.invoke(query, k=k, filter=filter) for query in queries]
+
+
+def _check_k(k: object, name: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        msg = f"{name} must be a positive integer, got {k!r}"
+        raise ConfigError(msg)
+    return k
+
+
+def hits_from_rows(
+    chunks: Sequence[Chunk], pairs: Sequence[tuple[int, float]], stage: str
+) -> list[Hit]:
+    """Turn ``(row, score)`` pairs (best first) into ranked hits tagged with ``stage``."""
+    return [
+        Hit(chunk=chunks[row], score=score, rank=rank, scores={stage: score})
+        for rank, (row, score) in enumerate(pairs, start=1)
+    ]

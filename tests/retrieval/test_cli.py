@@ -1,0 +1,123 @@
+"""The real ``rag`` console script, run in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RAG = Path(sys.executable).with_name("rag")
+
+
+def rag(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.run(
+        [str(RAG), *args], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"rag {args} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("docs")
+    (root / "bees.txt").write_text(
+        "Honey bees communicate the direction of flowers with a waggle dance.", encoding="utf-8"
+    )
+    (root / "tides.md").write_text(
+        "# Tides\n\nThe moon's gravity raises tides in the oceans twice a day.", encoding="utf-8"
+    )
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4\n% nothing else\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def keyword_index(docs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("kw") / "index"
+    proc = rag("build", str(docs), "--out", str(out), "--no-vector")
+    assert "2 chunks from 3 files (1 failed)" in proc.stdout
+    assert "broken.pdf" in proc.stderr
+    return out
+
+
+def test_keyword_search_json(keyword_index: Path) -> None:
+    proc = rag("search", str(keyword_index), "why do tides happen", "--mode", "keyword", "--json")
+    hits = json.loads(proc.stdout)
+    assert hits[0]["chunk"]["metadata"]["source"].endswith("tides.md")
+    assert hits[0]["rank"] == 1 and "bm25" in hits[0]["scores"]
+
+
+def test_search_with_filter_and_text_output(keyword_index: Path) -> None:
+    spec = json.dumps({"source": {"$nin": [str(Path("x"))]}})
+    proc = rag("search", str(keyword_index), "bees dance", "--mode", "keyword", "--filter", spec)
+    assert "bees.txt" in proc.stdout.splitlines()[0]
+
+
+def test_hybrid_on_a_keyword_only_index_falls_back(keyword_index: Path) -> None:
+    proc = rag("search", str(keyword_index), "moon gravity", "--json")
+    assert json.loads(proc.stdout)[0]["chunk"]["metadata"]["source"].endswith("tides.md")
+
+
+def test_info(keyword_index: Path) -> None:
+    info = json.loads(rag("info", str(keyword_index)).stdout)
+    assert info["counts"]["chunks"] == 2
+    assert info["format"] == "ragtools-index"
+    assert info["settings"]["vector"] is False
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("search", "/no/such/index", "q"), "/no/such/index"),
+        (("info", "/no/such/index"), "/no/such/index"),
+        (("build", "/no/such/docs", "--out", "/tmp/never-built"), "/no/such/docs"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(args: tuple[str, ...], needle: str) -> None:
+    proc = rag(*args, check=False)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("rag: error:")
+
+
+def test_bad_filter_and_bad_option(keyword_index: Path) -> None:
+    proc = rag("search", str(keyword_index), "q", "--filter", "{nope", check=False)
+    assert proc.returncode == 2 and "--filter is not valid JSON" in proc.stderr
+    proc = rag("search", str(keyword_index), "q", "--filter", '{"page": {"$near": 1}}', check=False)
+    assert proc.returncode == 2 and "$near" in proc.stderr
+    proc = rag("search", str(keyword_index), "q", "--mode", "psychic", check=False)
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_verbose_adds_a_traceback() -> None:
+    proc = rag("--verbose", "info", "/no/such/index", check=False)
+    assert proc.returncode == 2 and "Traceback" in proc.stderr
+
+
+def test_damaged_index_is_reported(keyword_index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(keyword_index, copy)
+    version = (copy / "CURRENT").read_text().strip()
+    store = copy / "versions" / version / "chunks.jsonl"
+    store.write_text(store.read_text() + "tampered\n")
+    proc = rag("search", str(copy), "bees", "--mode", "keyword", check=False)
+    assert proc.returncode == 2 and "chunks.jsonl" in proc.stderr and "checksum" in proc.stderr
+
+
+@pytest.mark.slow
+def test_build_and_hybrid_search_with_the_default_model(docs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "index"
+    rag("build", str(docs), "--out", str(out), "--chunk-size", "400", "--chunk-overlap", "40")
+    hits = json.loads(rag("search", str(out), "insects that dance", "--json", "-k", "2").stdout)
+    assert hits[0]["chunk"]["metadata"]["source"].endswith("bees.txt")
+    assert {"fused", "vector"} <= set(hits[0]["scores"])
+    info = json.loads(rag("info", str(out)).stdout)
+    assert info["embedder"]["model_id"].endswith("all-MiniLM-L6-v2")
+    assert info["embedder"]["dim"] == 384
