@@ -100,6 +100,7 @@ class Index:
         self.failures: list[FileFailure] = []
         self.fingerprints: dict[str, dict[str, Any]] = {}
         self.manifest: dict[str, Any] = {}
+        self.meta: dict[str, Any] = {}
         self._deleted: set[int] = set()
         self._base_embedder = embedder
         self._embedder: CachedEmbedder | None = None
@@ -158,10 +159,15 @@ class Index:
         settings: IndexSettings | None = None,
         embedder: Embedder | None = None,
         show_progress: bool | None = None,
+        meta: dict[str, Any] | None = None,
         **overrides: Any,
     ) -> Index:
-        """Index already-parsed documents (no source files are tracked for updates)."""
+        """Index already-parsed documents (no source files are tracked for updates).
+
+        ``meta`` is any JSON the caller wants kept in the manifest (e.g. a corpus hash).
+        """
         index = cls(Path(path), _settings(settings, overrides), embedder=embedder)
+        index.meta = dict(meta or {})
         index._index_chunks(index._split(list(documents)), show_progress)
         index.save()
         return index
@@ -202,6 +208,7 @@ class Index:
             raise IndexLoadError(directory / MANIFEST, f"invalid settings ({exc})") from exc
         index = cls(root, settings, embedder=embedder, sources=manifest.get("sources", []))
         index.manifest = manifest
+        index.meta = dict(manifest.get("meta", {}))
         index.fingerprints = dict(manifest.get("fingerprints", {}))
         index.failures = [FileFailure(**f) for f in manifest.get("failures", [])]
         index.chunks = read_chunks(directory / CHUNKS)
@@ -289,6 +296,7 @@ class Index:
             "sources": self.sources,
             "fingerprints": self.fingerprints,
             "failures": [vars(f) for f in self.failures],
+            "meta": self.meta,
         }
         self.manifest = write_manifest(
             directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, files=files, data=data

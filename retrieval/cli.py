@@ -97,6 +97,41 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from retrieval.integrations.mcp import http_url, serve
+
+    if args.http:  # stdout stays silent: over stdio it is the protocol channel
+        print(f"rag: serving MCP at {http_url(args.host, args.port)}", file=sys.stderr)
+    serve(
+        args.indexes,
+        names=args.name,
+        descriptions=args.description,
+        transport="http" if args.http else "stdio",
+        host=args.host,
+        port=args.port,
+    )
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from retrieval.evaluation.experiment import run_eval
+    from retrieval.evaluation.report import render_markdown
+
+    names = [name.strip() for name in args.retrievers.split(",") if name.strip()]
+    report = run_eval(
+        args.dataset,
+        split=args.split,
+        retrievers=names,
+        out=args.out,
+        index_dir=args.index,
+        max_queries=args.max_queries,
+        model=args.model,
+    )
+    print(render_markdown(report))
+    print(f"wrote {args.out}/report.json, report.md, report.png and runs/")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag", description=__doc__)
     parser.add_argument("--verbose", action="store_true", help="tracebacks and INFO logs")
@@ -120,9 +155,28 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true", help="print the hits as JSON")
     search.set_defaults(func=_cmd_search)
 
+    evaluate = sub.add_parser("eval", help="evaluate retrievers on a BEIR dataset")
+    evaluate.add_argument("--dataset", required=True, help="BEIR folder (corpus.jsonl, ...)")
+    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("--retrievers", default="bm25,vector,hybrid")
+    evaluate.add_argument("--out", default="eval-out", help="report directory")
+    evaluate.add_argument("--index", default=None, help="index directory (default OUT/index)")
+    evaluate.add_argument("--max-queries", type=int, default=None)
+    evaluate.add_argument("--model", default=None, help="sentence-transformers name or path")
+    evaluate.set_defaults(func=_cmd_eval)
+
     info = sub.add_parser("info", help="describe an index")
     info.add_argument("index")
     info.set_defaults(func=_cmd_info)
+
+    serve = sub.add_parser("serve", help="serve indexes as MCP retriever tools (stdio or HTTP)")
+    serve.add_argument("indexes", nargs="+", metavar="INDEX")
+    serve.add_argument("--name", action="append", help="tool name, once per index in order")
+    serve.add_argument("--description", action="append", help="tool description, in order")
+    serve.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="loopback address for --http")
+    serve.add_argument("--port", type=int, default=8765, help="port for --http")
+    serve.set_defaults(func=_cmd_serve)
     return parser
 
 
