@@ -1,0 +1,264 @@
+"""Class-based tools: Qwen-Agent's ``BaseTool`` style and seed 001's pydantic-model style.
+
+Two ways to write a tool as a class, beside the function-based ``@tool`` of LangChain:
+
+* :class:`FunctionTool` (Qwen-Agent's ``BaseTool``): class attributes ``name``,
+  ``description`` and ``parameters`` (the old list of ``{name, type, description, required}``
+  dicts or a JSON schema), and a ``call(params, **kwargs)`` method that receives the raw
+  arguments (JSON text or a dict) and parses them with :meth:`FunctionTool.verify_args`. Its
+  ``function`` property is the OpenAI-compatible ``{name, description, parameters}``. The
+  parameter definition is checked when the tool is instantiated, so a broken schema fails early.
+  Instances take keyword configuration (``self.config``), which is what
+  :func:`~retrieval.tools.registry.get_tool` passes.
+* :class:`ModelTool` (seed 001's ``ToolExecutor`` entries): a pydantic model class is the
+  argument schema and its ``run`` method the logic. Arguments are validated (and coerced) by
+  the model; ``run`` may be an instance method (called on the validated model, no arguments),
+  or a static or class method (called with the validated field values as keywords).
+
+Both follow the duck-typed tool protocol of :class:`~retrieval.tools.node.ToolsNode`:
+``invoke(tool_call)`` returns a :class:`~retrieval.tools.messages.ToolMessage` whose content is
+:func:`~retrieval.tools.params.format_result` of the result; ``invoke(arguments)`` returns the
+result itself; ``ainvoke`` runs ``invoke`` in a worker thread. With a ToolCall, a
+:class:`~parsers.errors.ToolInputError` (bad JSON, missing or invalid arguments) becomes an
+error message the model can correct (``status="error"``) unless ``handle_input_errors`` is off;
+other exceptions propagate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any, overload
+
+from pydantic import BaseModel, ValidationError
+
+from parsers.errors import ConfigError, ToolInputError
+from retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call
+from retrieval.tools.params import (
+    ParametersSpec,
+    ToolInfo,
+    format_result,
+    parse_arguments,
+    to_json_schema,
+    validate_arguments,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FunctionTool", "ModelTool"]
+
+ToolArguments = str | Mapping[str, Any]
+
+
+class _InvokeMixin:
+    """``invoke``/``ainvoke`` on top of a ``_run(arguments, **kwargs)`` method."""
+
+    name: str
+    handle_input_errors: bool = True
+
+    def _run(self, arguments: ToolArguments, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    @overload
+    def invoke(self, tool_input: ToolCall, **kwargs: Any) -> ToolMessage: ...
+
+    @overload
+    def invoke(self, tool_input: ToolArguments, **kwargs: Any) -> Any: ...
+
+    def invoke(self, tool_input: ToolCall | ToolArguments, **kwargs: Any) -> Any:
+        """Run the tool.
+
+        Args:
+            tool_input: a ToolCall dict (gives a ToolMessage), or the arguments as a dict or
+                JSON text (gives the raw result).
+            **kwargs: passed on to the tool's ``call``.
+
+        Raises:
+            ToolInputError: invalid arguments, when not invoked with a ToolCall (or when
+                ``handle_input_errors`` is off).
+        """
+        if not (isinstance(tool_input, Mapping) and is_tool_call(tool_input)):
+            return self._run(tool_input, **kwargs)
+        call_id = str(tool_input.get("id") or "")
+        try:
+            result = self._run(tool_input["args"], **kwargs)
+        except ToolInputError as exc:
+            if not self.handle_input_errors:
+                raise
+            logger.info("tool %r rejected its input: %s", self.name, exc)
+            return ToolMessage(
+                content=str(exc), tool_call_id=call_id, name=self.name, status="error"
+            )
+        return ToolMessage(content=format_result(result), tool_call_id=call_id, name=self.name)
+
+    async def ainvoke(self, tool_input: ToolCall | ToolArguments, **kwargs: Any) -> Any:
+        """Async :meth:`invoke` (runs it in a worker thread, so the event loop stays free)."""
+        invoke: Callable[..., Any] = self.invoke
+        return await asyncio.to_thread(invoke, tool_input, **kwargs)
+
+
+class FunctionTool(_InvokeMixin, ABC):
+    """Base class of Qwen-Agent-style tools.
+
+    Subclasses set the class attributes and implement :meth:`call`.
+
+    Attributes:
+        name: unique tool name (set by ``@register_tool`` when left empty).
+        description: what the tool does, for the model.
+        parameters: list form (``[{"name", "type", "description", "required"}]``) or a JSON
+            schema of type object.
+        strict_json: parse argument text as strict JSON instead of JSON5.
+        handle_input_errors: turn ToolInputError into an error ToolMessage under ``invoke``.
+        config: the keyword configuration given to the constructor.
+
+    Raises:
+        ConfigError: on instantiation, when ``name`` is empty or ``parameters`` is invalid.
+
+    Example:
+        >>> class Add(FunctionTool):
+        ...     name = "add"
+        ...     description = "Add two integers."
+        ...     parameters = [
+        ...         {"name": "a", "type": "integer", "required": True},
+        ...         {"name": "b", "type": "integer", "required": True},
+        ...     ]
+        ...     def call(self, params, **kwargs):
+        ...         args = self.verify_args(params)
+        ...         return args["a"] + args["b"]
+        >>> Add().call('{a: 2, b: 3,}')
+        5
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: ParametersSpec = ()
+    strict_json: bool = False
+
+    def __init__(self, **config: Any) -> None:
+        if not self.name:
+            msg = (
+                f"{type(self).__name__} has no name; set the class attribute or use @register_tool"
+            )
+            raise ConfigError(msg)
+        self.config: dict[str, Any] = dict(config)
+        self._schema = to_json_schema(self.parameters)
+
+    @abstractmethod
+    def call(self, params: ToolArguments, **kwargs: Any) -> Any:
+        """Run the tool on raw ``params`` (JSON text or a dict); return str, list or dict."""
+
+    def verify_args(self, params: ToolArguments) -> dict[str, Any]:
+        """Parse ``params`` leniently and validate them against :attr:`parameters`.
+
+        Raises:
+            ToolInputError: "Parameters must be formatted as a valid JSON!", a missing
+                required parameter, or a schema violation.
+        """
+        arguments = parse_arguments(params, strict_json=self.strict_json)
+        validate_arguments(arguments, self._schema)
+        return arguments
+
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """The parameters as a JSON schema."""
+        return dict(self._schema)
+
+    @property
+    def function(self) -> dict[str, Any]:
+        """The OpenAI-compatible function: ``{"name", "description", "parameters"}``."""
+        return {"name": self.name, "description": self.description, "parameters": self.json_schema}
+
+    def tool_info(self) -> ToolInfo:
+        """This tool's :class:`~retrieval.tools.params.ToolInfo`."""
+        return ToolInfo(self.name, self.description, self.parameters)
+
+    def _run(self, arguments: ToolArguments, **kwargs: Any) -> Any:
+        return self.call(arguments, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class ModelTool(_InvokeMixin):
+    """A pydantic model class with a ``run`` method, as a tool.
+
+    Args:
+        model: the model class; its fields are the tool's arguments.
+        name: tool name (default: the class name).
+        description: for the model (default: the class docstring).
+
+    Raises:
+        ConfigError: ``model`` is not a pydantic model class, or has no callable ``run``.
+
+    Example:
+        >>> class Multiply(BaseModel):
+        ...     '''Multiply two integers.'''
+        ...     x: int
+        ...     y: int
+        ...     def run(self) -> int:
+        ...         return self.x * self.y
+        >>> ModelTool(Multiply, name="multiply").execute({"x": 3, "y": "5"})
+        15
+    """
+
+    def __init__(
+        self, model: type[BaseModel], *, name: str | None = None, description: str | None = None
+    ) -> None:
+        if not isinstance(model, type) or not issubclass(model, BaseModel):
+            msg = f"A model tool must be a pydantic BaseModel subclass, got {model!r}"
+            raise ConfigError(msg)
+        if not callable(getattr(model, "run", None)):
+            msg = f"Model tool {model.__name__} needs a callable `run` method"
+            raise ConfigError(msg)
+        self.model = model
+        self.name = name or model.__name__
+        self.description = description if description is not None else inspect.getdoc(model) or ""
+
+    @property
+    def args_schema(self) -> type[BaseModel]:
+        """The argument model (the model class itself)."""
+        return self.model
+
+    @property
+    def function(self) -> dict[str, Any]:
+        """The OpenAI-compatible function: ``{"name", "description", "parameters"}``."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.model.model_json_schema(),
+        }
+
+    def validate(self, params: ToolArguments) -> BaseModel:
+        """Parse leniently and validate (with coercion) into a model instance.
+
+        Raises:
+            ToolInputError: bad JSON, or arguments the model rejects (each problem named).
+        """
+        arguments = parse_arguments(params)
+        try:
+            return self.model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or '(arguments)'}: {error['msg']}"
+                for error in exc.errors()
+            )
+            msg = f"Invalid arguments for tool {self.name!r}: {problems}"
+            raise ToolInputError(msg) from exc
+
+    def execute(self, params: ToolArguments) -> Any:
+        """Validate ``params`` and run the tool; returns what ``run`` returns."""
+        instance = self.validate(params)
+        run = inspect.getattr_static(self.model, "run")
+        if isinstance(run, (staticmethod, classmethod)):
+            fields = {field: getattr(instance, field) for field in type(instance).model_fields}
+            return getattr(self.model, "run")(**fields)  # noqa: B009 (run is not on BaseModel)
+        return getattr(instance, "run")()  # noqa: B009
+
+    def _run(self, arguments: ToolArguments, **kwargs: Any) -> Any:
+        return self.execute(arguments)
+
+    def __repr__(self) -> str:
+        return f"ModelTool({self.model.__name__}, name={self.name!r})"

@@ -1,0 +1,314 @@
+"""Run one tool call for a ToolsNode: arguments, middleware, callbacks, errors, call id.
+
+:class:`~retrieval.tools.node.ToolsNode` decides *when* calls run (threads, ``asyncio.gather``,
+in order); :class:`CallRunner` decides *how* one call runs, the same way in every mode:
+
+1. the current tool-call id is set (:func:`~retrieval.tools.execution.get_current_tool_call_id`);
+2. a call to an unknown tool is answered by the unknown-tools handler (no middleware, no
+   callbacks);
+3. the raw arguments go through the arguments handler as JSON text, then are parsed leniently;
+4. the middleware chain runs (first middleware outermost), its innermost endpoint firing the
+   callbacks around the tool itself and logging the call's duration at DEBUG;
+5. any exception of steps 3-4 is re-raised, or turned into an error message
+   (``status="error"``) when ``handle_tool_errors`` says so.
+
+``invoke`` uses ``tool.invoke`` (or joins ``tool.stream``), ``ainvoke`` uses ``tool.ainvoke`` (or
+``tool.invoke`` in a thread); when a middleware has an ``invoke`` variant but no ``ainvoke`` one,
+``ainvoke`` runs the synchronous chain in a thread so that the middleware still applies.
+``stream`` streams tools that have ``stream`` (stream middlewares) and runs the others through
+the invoke chain as a single chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from retrieval.tools.execution import (
+    AsyncInvokeEndpoint,
+    CallbackGroup,
+    InvokeEndpoint,
+    StreamEndpoint,
+    ToolCallbacks,
+    ToolCallInput,
+    ToolChunk,
+    ToolMiddleware,
+    compose_middlewares,
+    context_for_call,
+    tool_call_scope,
+)
+from retrieval.tools.messages import ToolMessage
+from retrieval.tools.params import format_result, parse_arguments
+from retrieval.tools.registry import UnknownToolError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CallRunner",
+    "ErrorHandling",
+    "ResolvedCall",
+    "ToolArgumentsHandler",
+    "UnknownToolsHandler",
+    "can_stream",
+]
+
+UnknownToolsHandler = Callable[[str, str], str]
+"""``(tool_name, arguments_json) -> content`` for calls naming a tool that does not exist."""
+ToolArgumentsHandler = Callable[[str, str], str | Mapping[str, Any]]
+"""``(tool_name, arguments_json) -> arguments`` run on each known call before parsing."""
+ErrorHandling = bool | str | Callable[[Exception], str]
+"""``False``: raise; ``True``: the exception text; a string; or ``exc -> str``."""
+
+
+@dataclass(frozen=True)
+class ResolvedCall:
+    """One tool call matched against the node's tools.
+
+    Attributes:
+        index: position in the input list.
+        call_id: the model's id (or a generated one).
+        name: the tool name the model used.
+        raw_arguments: the arguments as sent (JSON text, a dict or ``None``).
+        tool: the tool, or ``None`` when the model named an unknown tool.
+    """
+
+    index: int
+    call_id: str
+    name: str
+    raw_arguments: Any
+    tool: Any
+
+
+class CallRunner:
+    """Runs single resolved calls with the node's handlers, middleware and callbacks."""
+
+    def __init__(
+        self,
+        *,
+        unknown_tools_handler: UnknownToolsHandler | None = None,
+        tool_arguments_handler: ToolArgumentsHandler | None = None,
+        middlewares: Sequence[ToolMiddleware] = (),
+        callbacks: ToolCallbacks | Sequence[ToolCallbacks] | None = None,
+        handle_tool_errors: ErrorHandling = False,
+        strict_json: bool = False,
+    ) -> None:
+        self._unknown_handler = unknown_tools_handler
+        self._arguments_handler = tool_arguments_handler
+        self._middlewares = tuple(middlewares)
+        self._callbacks = CallbackGroup(callbacks)
+        self._handle_errors = handle_tool_errors
+        self._strict_json = strict_json
+
+    def stream(self, call: ResolvedCall) -> Iterator[ToolChunk]:
+        """Run ``call`` as chunks; the last one carries the complete message."""
+        return _in_context(call.call_id, self._stream_one(call))
+
+    def _prepare(self, call: ResolvedCall) -> ToolCallInput:
+        raw = call.raw_arguments
+        if self._arguments_handler is not None:
+            raw = self._arguments_handler(call.name, _as_json_text(raw))
+        arguments = parse_arguments(raw, strict_json=self._strict_json)
+        return ToolCallInput(name=call.name, arguments=arguments, call_id=call.call_id)
+
+    def _unknown(self, call: ResolvedCall) -> ToolMessage:
+        handler = self._unknown_handler
+        if handler is None:  # ToolsNode refuses such calls up front; kept for direct use
+            msg = f"Tool {call.name!r} not found in this ToolsNode"
+            raise UnknownToolError(msg)
+        content = handler(call.name, _as_json_text(call.raw_arguments))
+        logger.info("unknown tool %r (call %s) answered by the handler", call.name, call.call_id)
+        return ToolMessage(content=content, tool_call_id=call.call_id, name=call.name)
+
+    def _on_failure(self, call: ResolvedCall, exc: Exception) -> ToolMessage:
+        handling = self._handle_errors
+        if handling is False:
+            logger.debug("tool %r (call %s) failed: %r", call.name, call.call_id, exc)
+            raise exc
+        if handling is True:
+            content = str(exc) or type(exc).__name__
+        elif isinstance(handling, str):
+            content = handling
+        else:
+            content = handling(exc)
+        logger.warning("tool %r (call %s) failed, error returned: %s", call.name, call.call_id, exc)
+        return ToolMessage(
+            content=content, tool_call_id=call.call_id, name=call.name, status="error"
+        )
+
+    # ---- invoke --------------------------------------------------------------------------
+
+    def invoke(self, call: ResolvedCall) -> ToolMessage:
+        """Run ``call`` synchronously."""
+        with tool_call_scope(call.call_id):
+            try:
+                if call.tool is None:
+                    return self._unknown(call)
+                endpoint = compose_middlewares(
+                    self._invoke_endpoint(call.tool), [m.invoke for m in self._middlewares]
+                )
+                return endpoint(self._prepare(call))
+            except Exception as exc:
+                return self._on_failure(call, exc)
+
+    def _invoke_endpoint(self, tool: Any) -> InvokeEndpoint:
+        def endpoint(tool_input: ToolCallInput) -> ToolMessage:
+            self._callbacks.start(tool_input)
+            started = time.perf_counter()
+            try:
+                if callable(getattr(tool, "invoke", None)):
+                    result = tool.invoke(tool_input.to_tool_call())
+                else:
+                    result = "".join(format_result(c) for c in tool.stream(tool_input.arguments))
+                message = _as_message(result, tool_input)
+            except Exception as exc:
+                self._callbacks.error(tool_input, exc)
+                raise
+            _log_timing(tool_input, started)
+            self._callbacks.end(tool_input, message)
+            return message
+
+        return endpoint
+
+    # ---- ainvoke -------------------------------------------------------------------------
+
+    async def ainvoke(self, call: ResolvedCall) -> ToolMessage:
+        """Run ``call`` asynchronously."""
+        sync_only = any(m.invoke is not None and m.ainvoke is None for m in self._middlewares)
+        if sync_only or (
+            call.tool is not None and not callable(getattr(call.tool, "invoke", None))
+        ):
+            return await asyncio.to_thread(self.invoke, call)
+        with tool_call_scope(call.call_id):
+            try:
+                if call.tool is None:
+                    return self._unknown(call)
+                endpoint = compose_middlewares(
+                    self._ainvoke_endpoint(call.tool), [m.ainvoke for m in self._middlewares]
+                )
+                return await endpoint(self._prepare(call))
+            except Exception as exc:
+                return self._on_failure(call, exc)
+
+    def _ainvoke_endpoint(self, tool: Any) -> AsyncInvokeEndpoint:
+        async def endpoint(tool_input: ToolCallInput) -> ToolMessage:
+            self._callbacks.start(tool_input)
+            started = time.perf_counter()
+            try:
+                if callable(getattr(tool, "ainvoke", None)):
+                    result = await tool.ainvoke(tool_input.to_tool_call())
+                else:
+                    result = await asyncio.to_thread(tool.invoke, tool_input.to_tool_call())
+                message = _as_message(result, tool_input)
+            except Exception as exc:
+                self._callbacks.error(tool_input, exc)
+                raise
+            _log_timing(tool_input, started)
+            self._callbacks.end(tool_input, message)
+            return message
+
+        return endpoint
+
+    # ---- stream --------------------------------------------------------------------------
+
+    def _stream_one(self, call: ResolvedCall) -> Iterator[ToolChunk]:
+        def chunk(content: str, message: ToolMessage | None = None) -> ToolChunk:
+            return ToolChunk(call.index, call.call_id, call.name, content, message)
+
+        try:
+            if call.tool is None:
+                message = self._unknown(call)
+                yield chunk(_text(message), message)
+                return
+            tool_input = self._prepare(call)
+            if not can_stream(call.tool):
+                invoke = compose_middlewares(
+                    self._invoke_endpoint(call.tool), [m.invoke for m in self._middlewares]
+                )
+                message = invoke(tool_input)
+                yield chunk(_text(message), message)
+                return
+            endpoint = compose_middlewares(
+                self._stream_endpoint(call.tool), [m.stream for m in self._middlewares]
+            )
+            pieces: list[str] = []
+            for piece in endpoint(tool_input):
+                pieces.append(piece)
+                yield chunk(piece)
+            message = ToolMessage(
+                content="".join(pieces), tool_call_id=call.call_id, name=call.name
+            )
+            yield chunk("", message)
+        except Exception as exc:
+            message = self._on_failure(call, exc)
+            yield chunk(_text(message), message)
+
+    def _stream_endpoint(self, tool: Any) -> StreamEndpoint:
+        def endpoint(tool_input: ToolCallInput) -> Iterator[str]:
+            self._callbacks.start(tool_input)
+            started = time.perf_counter()
+            pieces: list[str] = []
+            try:
+                for piece in tool.stream(tool_input.arguments):
+                    text = format_result(piece)
+                    pieces.append(text)
+                    yield text
+            except Exception as exc:
+                self._callbacks.error(tool_input, exc)
+                raise
+            _log_timing(tool_input, started)
+            self._callbacks.end_stream(tool_input, pieces)
+
+        return endpoint
+
+
+def can_stream(tool: Any) -> bool:
+    """True when ``tool`` has a callable ``stream`` method."""
+    return callable(getattr(tool, "stream", None))
+
+
+def _in_context(call_id: str, chunks: Iterator[ToolChunk]) -> Iterator[ToolChunk]:
+    """Advance ``chunks`` step by step in a context where ``call_id`` is the current call id."""
+    context = context_for_call(call_id)
+    try:
+        while True:
+            try:
+                item = context.run(next, chunks)
+            except StopIteration:
+                return
+            yield item
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            context.run(close)
+
+
+def _as_json_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False, default=str)
+
+
+def _as_message(result: Any, tool_input: ToolCallInput) -> ToolMessage:
+    if isinstance(result, ToolMessage):
+        return result
+    return ToolMessage(
+        content=format_result(result), tool_call_id=tool_input.call_id, name=tool_input.name
+    )
+
+
+def _text(message: ToolMessage) -> str:
+    return message.content if isinstance(message.content, str) else format_result(message.content)
+
+
+def _log_timing(tool_input: ToolCallInput, started: float) -> None:
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    logger.debug(
+        "tool %r (call %s) ran in %.1f ms", tool_input.name, tool_input.call_id, elapsed_ms
+    )
