@@ -17,10 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from indexes.bundle import Index
-from parsers.document import Chunk
 from parsers.errors import ConfigError
 from retrieval.base import BaseRetriever, Filter, Retriever, _check_k
-from retrieval.fusion import fuse
+from retrieval.fusion import fuse_hits
 from retrieval.hit import Hit
 from retrieval.keyword import KeywordRetriever
 from retrieval.rerank import Reranker
@@ -67,6 +66,9 @@ class HybridRetriever(BaseRetriever):
         if weights is not None and len(weights) != len(retrievers):
             msg = f"got {len(weights)} weights for {len(retrievers)} retrievers"
             raise ConfigError(msg)
+        if weights is not None and (min(weights) < 0 or sum(weights) <= 0):
+            msg = f"weights must be non-negative and not all zero, got {list(weights)}"
+            raise ConfigError(msg)
         if fusion not in ("rrf", "relative_score", "dbsf"):
             msg = f"unknown fusion {fusion!r}; use 'rrf', 'relative_score' or 'dbsf'"
             raise ConfigError(msg)
@@ -99,29 +101,14 @@ class HybridRetriever(BaseRetriever):
 
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
         depth = max(k, self.candidate_k)
-        futures = [
-            self._pool.submit(r.invoke, query, k=depth, filter=filter) for r in self.retrievers
-        ]
-        results = [future.result() for future in futures]
-        chunks: dict[str, Chunk] = {}
-        stage_scores: dict[str, dict[str, float]] = {}
-        runs: list[list[tuple[str, float]]] = []
-        for hits in results:
-            runs.append([(hit.chunk.id, hit.score) for hit in hits])
-            for hit in hits:
-                chunks.setdefault(hit.chunk.id, hit.chunk)
-                stage_scores.setdefault(hit.chunk.id, {}).update(hit.scores)
-        fused = fuse(self.fusion, runs, weights=self.weights, rrf_k=self.rrf_k)
+        weights = self.weights or [1.0] * len(self.retrievers)
+        active = [(r, w) for r, w in zip(self.retrievers, weights, strict=True) if w > 0]
+        futures = [self._pool.submit(r.invoke, query, k=depth, filter=filter) for r, _ in active]
+        hit_lists = [future.result() for future in futures]
         keep = depth if self.reranker is not None else k
-        hits = [
-            Hit(
-                chunk=chunks[chunk_id],
-                score=score,
-                rank=rank,
-                scores={**stage_scores[chunk_id], "fused": score},
-            )
-            for rank, (chunk_id, score) in enumerate(fused[:keep], start=1)
-        ]
+        hits = fuse_hits(
+            self.fusion, hit_lists, weights=[w for _, w in active], rrf_k=self.rrf_k, k=keep
+        )
         if self.reranker is not None:
             hits = self.reranker.rerank(query, hits, k=k)
         return hits[:k]
