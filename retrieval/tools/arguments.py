@@ -1,0 +1,172 @@
+"""From tool input to the keyword arguments of ``_run``: validation and injection.
+
+One function, :func:`parse_arguments`, shared by every tool kind:
+
+1. the input (a plain string, or a dict of arguments, already taken out of a ToolCall by
+   :func:`split_input`) is made a dict; a string fills the schema's only model-facing field
+   (or its only required one), otherwise it is a ``ToolInputError`` the model can fix;
+2. injected fields are filled: ``InjectedToolCallId`` from the call id (a ``ConfigError``
+   without one), ``InjectedToolArg`` from the run-time keyword arguments, which win over a
+   value in the call's args; a required injected value nobody supplied is a ``ConfigError``
+   naming the argument, since the model cannot provide it;
+3. the dict is validated (pydantic lax mode coerces ``"4"`` to ``4``; a JSON-schema dict
+   schema is checked with ``jsonschema``) and the validated values, not the raw ones, are
+   returned, plus extra keys when the schema allows them (``**kwargs`` functions).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from parsers.errors import ConfigError, ToolInputError
+from retrieval.tools.injected import is_config_annotation
+from retrieval.tools.messages import is_tool_call
+from retrieval.tools.schema import injected_fields
+
+__all__ = [
+    "config_parameter",
+    "is_validation_error",
+    "parse_arguments",
+    "split_input",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def split_input(value: Any) -> tuple[str | dict[str, Any], str | None]:
+    """``(arguments, call id)``; the id is ``None`` unless ``value`` is a ToolCall (then a
+    string, empty when the call has no id).
+
+    Raises:
+        ConfigError: the input is neither a string, a dict nor a ToolCall.
+    """
+    if is_tool_call(value):
+        return dict(value["args"]), str(value.get("id") or "")
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, dict):
+        return dict(value), None
+    msg = f"tool input must be a string, a dict or a ToolCall, got {type(value).__name__}"
+    raise ConfigError(msg)
+
+
+def parse_arguments(
+    tool: str,
+    schema: type[BaseModel] | dict[str, Any],
+    tool_input: str | dict[str, Any],
+    call_id: str | None,
+    injected: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Validate ``tool_input`` against ``schema`` and return ``_run``'s keyword arguments.
+
+    Args:
+        tool: the tool name, for messages.
+        schema: the full argument model (injected fields included) or a JSON-schema dict.
+        tool_input: a string or a dict of arguments.
+        call_id: the ToolCall id (``None``: not invoked with a ToolCall).
+        injected: run-time values of injected arguments.
+
+    Raises:
+        pydantic.ValidationError: invalid arguments (``jsonschema.ValidationError`` for a
+            dict schema).
+        ToolInputError: a plain string for a tool with several arguments.
+        ConfigError: unknown run-time keywords, a missing injected value or call id.
+    """
+    if isinstance(schema, dict):
+        return _validate_json_schema(tool, schema, tool_input, injected)
+    hidden = injected_fields(schema)
+    unknown = sorted(set(injected) - set(hidden))
+    if unknown:
+        msg = (
+            f"tool {tool!r} got keyword arguments {unknown} but its injected arguments are "
+            f"{sorted(hidden)}; keyword arguments of invoke only supply InjectedToolArg "
+            "values, put model arguments in the input"
+        )
+        raise ConfigError(msg)
+    data = (
+        _string_to_dict(tool, schema, hidden, tool_input)
+        if isinstance(tool_input, str)
+        else dict(tool_input)
+    )
+    for name, is_call_id in hidden.items():
+        if is_call_id:
+            data[name] = _require_call_id(tool, name, call_id)
+        elif name in injected:
+            data[name] = injected[name]
+        elif name not in data and schema.model_fields[name].is_required():
+            msg = (
+                f"tool {tool!r} needs the injected argument {name!r}, which the model does "
+                f"not provide; pass it as tool.invoke(..., {name}=...)"
+            )
+            raise ConfigError(msg)
+    instance = schema.model_validate(data)
+    arguments = {name: getattr(instance, name) for name in type(instance).model_fields}
+    arguments.update(instance.model_extra or {})
+    return arguments
+
+
+def is_validation_error(exc: BaseException) -> bool:
+    """True for a pydantic or a ``jsonschema`` validation error."""
+    if isinstance(exc, ValidationError):
+        return True
+    module = type(exc).__module__ or ""
+    return module.startswith("jsonschema") and type(exc).__name__ == "ValidationError"
+
+
+def config_parameter(func: Callable[..., Any] | None) -> str | None:
+    """Name of ``func``'s parameter annotated ``RunConfig``/``RunnableConfig``, if any."""
+    if func is None:
+        return None
+    try:
+        parameters = inspect.signature(func, eval_str=True).parameters
+    except (NameError, TypeError, ValueError, SyntaxError):
+        return None
+    return next((n for n, p in parameters.items() if is_config_annotation(p.annotation)), None)
+
+
+def _string_to_dict(
+    tool: str, model: type[BaseModel], hidden: Mapping[str, bool], text: str
+) -> dict[str, Any]:
+    visible = [name for name in model.model_fields if name not in hidden]
+    required = [name for name in visible if model.model_fields[name].is_required()]
+    if len(visible) != 1 and len(required) == 1:
+        visible = required
+    if len(visible) != 1:
+        msg = (
+            f"tool {tool!r} takes the arguments {visible}; send them as a JSON object, not a "
+            "plain string"
+        )
+        raise ToolInputError(msg)
+    return {visible[0]: text}
+
+
+def _require_call_id(tool: str, field_name: str, call_id: str | None) -> str:
+    if not call_id:
+        msg = (
+            f"tool {tool!r} has an InjectedToolCallId argument {field_name!r}, so it must be "
+            "invoked with a full ToolCall {'name': ..., 'args': {...}, 'id': '...', "
+            "'type': 'tool_call'} carrying an id"
+        )
+        raise ConfigError(msg)
+    return call_id
+
+
+def _validate_json_schema(
+    tool: str, schema: dict[str, Any], tool_input: str | dict[str, Any], injected: Mapping[str, Any]
+) -> dict[str, Any]:
+    import jsonschema  # a core dependency; imported here to keep `import retrieval` light
+
+    if isinstance(tool_input, str):
+        names = list(schema.get("properties", {}))
+        if len(names) != 1:
+            msg = f"tool {tool!r} takes the arguments {names}; send them as a JSON object"
+            raise ToolInputError(msg)
+        tool_input = {names[0]: tool_input}
+    data = {**tool_input, **injected}
+    jsonschema.validate(data, schema)
+    return data

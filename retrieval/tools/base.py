@@ -1,0 +1,437 @@
+"""``BaseTool``: the tool abstraction agents call, after LangChain's ``BaseTool``.
+
+A tool has a ``name`` and ``description`` (shown to the model), an argument schema
+(``args_schema``: a pydantic model class, or a raw JSON-schema dict validated with
+``jsonschema``), and ``_run``/``_arun``. What the model is shown is ``tool_call_schema``: the
+schema with injected arguments removed and the description filled in.
+
+Input: a string (for a one-argument schema), a dict of arguments, or a
+:class:`~retrieval.tools.messages.ToolCall`. Output, one rule per entry point:
+
+* ``invoke``/``ainvoke``: a ToolCall in gives a :class:`ToolMessage` out (``content``,
+  ``artifact``, ``tool_call_id``, ``name``, ``status``); anything else gives the content alone,
+  as in LangChain.
+* ``run_with_artifact``/``arun_with_artifact``: always ``(content, artifact)``. This is how a
+  ``response_format="content_and_artifact"`` tool's artifact is reached without a ToolCall;
+  plain ``invoke`` leaves it out (logged at DEBUG) and never drops it from a ToolMessage.
+* ``execute``/``aexecute``: the full :class:`ToolOutput` (content, artifact, status, call id),
+  for executors such as a ToolsNode.
+
+Errors: a :class:`~retrieval.tools.exceptions.ToolException` (any ``ToolInputError``) goes
+through ``handle_tool_error`` and an argument validation error through
+``handle_validation_error``: ``False`` raises, ``True`` uses the error text (a generic message
+for validation), a string replaces it, a callable maps the exception to content; the status is
+then ``"error"``. Other exceptions are bugs and propagate, and so does a misuse such as a
+missing injected argument (``ConfigError``), which the model could not fix anyway.
+
+Keyword arguments of ``invoke`` supply injected arguments (see
+:mod:`retrieval.tools.injected`); ``config`` is a :class:`RunConfig` handed to a tool
+function that declares a ``RunConfig`` parameter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
+
+from parsers.errors import ConfigError, ToolInputError
+from retrieval.tools.arguments import (
+    config_parameter,
+    is_validation_error,
+    parse_arguments,
+    split_input,
+)
+from retrieval.tools.injected import RunConfig
+from retrieval.tools.messages import ToolCall
+from retrieval.tools.output import ToolOutput
+from retrieval.tools.schema import create_schema_from_function, injected_fields, subset_model
+
+__all__ = [
+    "ArgsSchema",
+    "BaseTool",
+    "ErrorHandler",
+    "ResponseFormat",
+    "ToolInput",
+    "ToolOutput",
+    "run_coroutine_sync",
+]
+
+logger = logging.getLogger(__name__)
+
+ArgsSchema: TypeAlias = type[BaseModel] | dict[str, Any]
+ToolInput: TypeAlias = str | dict[str, Any] | ToolCall
+ErrorHandler: TypeAlias = bool | str | Callable[[Exception], Any] | None
+ResponseFormat: TypeAlias = Literal["content", "content_and_artifact"]
+_T = TypeVar("_T")
+_VALIDATION_MESSAGE = "Tool input validation error"
+
+
+class BaseTool(BaseModel, ABC):
+    """A named, described, schema-checked callable for agents.
+
+    Attributes:
+        name: unique name the model calls the tool by.
+        description: tells the model when and how to use the tool.
+        args_schema: pydantic model class or JSON-schema dict of the arguments; ``None``
+            means "inferred from ``_run``'s signature".
+        return_direct: an agent should stop and return this tool's output as the answer.
+        handle_tool_error: what to do with a ToolException (see module docstring).
+        handle_validation_error: what to do with invalid arguments (see module docstring).
+        response_format: ``"content_and_artifact"`` when ``_run`` returns
+            ``(content, artifact)``.
+        extras: provider-specific settings passed through untouched (e.g. cache control).
+        metadata: free key/values for the application (logging, routing).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    args_schema: Annotated[ArgsSchema | None, SkipValidation()] = None
+    return_direct: bool = False
+    handle_tool_error: Annotated[ErrorHandler, SkipValidation()] = False
+    handle_validation_error: Annotated[ErrorHandler, SkipValidation()] = False
+    response_format: ResponseFormat = "content"
+    extras: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+    _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        """Validate the fields, then the settings pydantic cannot check.
+
+        Raises:
+            ConfigError: empty name, an ``args_schema`` that is neither a pydantic model
+                class nor a dict, an error handler of the wrong kind (raised directly, not
+                wrapped in a pydantic ``ValidationError``).
+        """
+        super().__init__(**data)
+        self._check_settings()
+
+    def _check_settings(self) -> None:
+        """Check the settings pydantic cannot (schema kind, handler kinds, name)."""
+        if not self.name.strip():
+            msg = "tool name is empty; give every tool a short unique name"
+            raise ConfigError(msg)
+        schema = self.args_schema
+        valid = isinstance(schema, dict) or (
+            isinstance(schema, type) and issubclass(schema, BaseModel)
+        )
+        if schema is not None and not valid:
+            msg = (
+                f"tool {self.name!r}: args_schema must be a pydantic BaseModel subclass or "
+                f"a JSON-schema dict, got {schema!r}"
+            )
+            raise ConfigError(msg)
+        for option in ("handle_tool_error", "handle_validation_error"):
+            value = getattr(self, option)
+            if not (value is None or isinstance(value, (bool, str)) or callable(value)):
+                msg = (
+                    f"tool {self.name!r}: {option} must be a bool, a string or a callable "
+                    f"exception -> content, got {value!r}"
+                )
+                raise ConfigError(msg)
+
+    # --- schemas -------------------------------------------------------------------------
+
+    def get_input_schema(self) -> type[BaseModel] | None:
+        """The full argument model (injected fields included); ``None`` for a dict schema."""
+        if isinstance(self.args_schema, dict):
+            return None
+        if self.args_schema is not None:
+            return self.args_schema
+        key = ("inferred", type(self))
+        if key not in self._memo:
+            self._memo[key] = self._infer_input_schema()
+        schema: type[BaseModel] = self._memo[key]
+        return schema
+
+    def _model_schema(self) -> type[BaseModel]:
+        schema = self.get_input_schema()
+        if schema is None:
+            msg = f"tool {self.name!r} has a JSON-schema dict args_schema, not a pydantic model"
+            raise ConfigError(msg)
+        return schema
+
+    def _infer_input_schema(self) -> type[BaseModel]:
+        """Schema used when ``args_schema`` is None: inferred from ``_run``."""
+        return create_schema_from_function(self.name, self._run)
+
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        """The schema sent to a model: injected arguments removed, description filled in."""
+        if isinstance(self.args_schema, dict):
+            if self.description:
+                return {**self.args_schema, "description": self.description}
+            return dict(self.args_schema)
+        full = self._model_schema()
+        key = ("call", full, self.name, self.description)
+        if key not in self._memo:
+            self._memo[key] = subset_model(
+                full, self.name, exclude=injected_fields(full), description=self.description
+            )
+        schema: type[BaseModel] = self._memo[key]
+        return schema
+
+    def tool_call_json_schema(self) -> dict[str, Any]:
+        """``tool_call_schema`` as a JSON-schema dict (a fresh copy)."""
+        schema = self.tool_call_schema
+        if isinstance(schema, dict):
+            return copy.deepcopy(schema)
+        return schema.model_json_schema()
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """The model-facing argument properties (JSON schema ``properties``)."""
+        return dict(self.tool_call_json_schema().get("properties", {}))
+
+    # --- entry points --------------------------------------------------------------------
+
+    def invoke(self, input: ToolInput, config: RunConfig | None = None, **kwargs: Any) -> Any:
+        """Run the tool: a ToolCall gives a ToolMessage, other input gives the content.
+
+        Args:
+            input: a string, a dict of arguments or a ToolCall.
+            config: per-call settings, handed to a function declaring a ``RunConfig``
+                parameter.
+            **kwargs: values of injected arguments (``InjectedToolArg``), never from the
+                model; they override the same keys in the call's ``args``.
+
+        Returns:
+            A :class:`ToolMessage` for a ToolCall input, else the content (use
+            :meth:`run_with_artifact` to get the artifact without a ToolCall).
+
+        Raises:
+            ToolException: the tool failed and ``handle_tool_error`` is False.
+            pydantic.ValidationError: invalid arguments and ``handle_validation_error`` is
+                False (``jsonschema.ValidationError`` for a dict schema).
+            ConfigError: misuse: missing injected argument, ToolCall id missing for an
+                ``InjectedToolCallId`` tool, a content-and-artifact tool not returning a pair.
+        """
+        return self._deliver(self.execute(input, config, **kwargs))
+
+    async def ainvoke(
+        self,
+        input: ToolInput,
+        config: RunConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async :meth:`invoke`; a sync-only tool runs in a worker thread."""
+        return self._deliver(await self.aexecute(input, config, **kwargs))
+
+    def run_with_artifact(
+        self,
+        input: ToolInput,
+        config: RunConfig | None = None,
+        **kwargs: Any,
+    ) -> tuple[Any, Any]:
+        """Run the tool and return ``(content, artifact)`` whatever the input kind."""
+        output = self.execute(input, config, **kwargs)
+        return output.content, output.artifact
+
+    async def arun_with_artifact(
+        self,
+        input: ToolInput,
+        config: RunConfig | None = None,
+        **kwargs: Any,
+    ) -> tuple[Any, Any]:
+        """Async :meth:`run_with_artifact`."""
+        output = await self.aexecute(input, config, **kwargs)
+        return output.content, output.artifact
+
+    def execute(
+        self,
+        input: ToolInput,
+        config: RunConfig | None = None,
+        **kwargs: Any,
+    ) -> ToolOutput:
+        """Run the tool and return the full :class:`ToolOutput` (same errors as invoke)."""
+        tool_input, call_id = split_input(input)
+        try:
+            arguments = self._parse_arguments(tool_input, call_id, kwargs)
+        except Exception as exc:
+            return self._handled(exc, call_id, validating=True)
+        arguments = self._with_config(arguments, RunConfig(**(config or {})), for_async=False)
+        try:
+            result = self._run(**arguments)
+        except Exception as exc:
+            return self._handled(exc, call_id, validating=False)
+        return self._output(result, call_id)
+
+    async def aexecute(
+        self,
+        input: ToolInput,
+        config: RunConfig | None = None,
+        **kwargs: Any,
+    ) -> ToolOutput:
+        """Async :meth:`execute`."""
+        tool_input, call_id = split_input(input)
+        try:
+            arguments = self._parse_arguments(tool_input, call_id, kwargs)
+        except Exception as exc:
+            return self._handled(exc, call_id, validating=True)
+        arguments = self._with_config(arguments, RunConfig(**(config or {})), for_async=True)
+        try:
+            result = await self._arun(**arguments)
+        except Exception as exc:
+            return self._handled(exc, call_id, validating=False)
+        return self._output(result, call_id)
+
+    def batch(
+        self,
+        inputs: Sequence[ToolInput],
+        config: RunConfig | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """:meth:`invoke` each input in a thread pool; results in input order.
+
+        Args:
+            inputs: the inputs.
+            config: shared by every call; ``max_concurrency`` bounds the threads.
+            return_exceptions: put an exception in its slot instead of raising it.
+            **kwargs: injected argument values, shared by every call.
+        """
+        workers = (config or {}).get("max_concurrency") or min(32, max(1, len(inputs)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [
+                pool.submit(
+                    contextvars.copy_context().run, partial(self.invoke, item, config, **kwargs)
+                )
+                for item in inputs
+            ]
+            results: list[Any] = []
+            for future in futures:
+                try:
+                    results.append(future.result())
+                except Exception as exc:
+                    if not return_exceptions:
+                        raise
+                    results.append(exc)
+        return results
+
+    async def abatch(
+        self,
+        inputs: Sequence[ToolInput],
+        config: RunConfig | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """:meth:`ainvoke` each input concurrently; results in input order."""
+        limit = (config or {}).get("max_concurrency")
+        semaphore = asyncio.Semaphore(limit) if limit else None
+
+        async def one(item: ToolInput) -> Any:
+            if semaphore is None:
+                return await self.ainvoke(item, config, **kwargs)
+            async with semaphore:
+                return await self.ainvoke(item, config, **kwargs)
+
+        gathered = await asyncio.gather(
+            *(one(item) for item in inputs), return_exceptions=return_exceptions
+        )
+        return list(gathered)
+
+    # --- to implement --------------------------------------------------------------------
+
+    @abstractmethod
+    def _run(self, **kwargs: Any) -> Any:
+        """Do the work with validated keyword arguments; return the content (or a pair)."""
+
+    async def _arun(self, **kwargs: Any) -> Any:
+        """Async work; by default ``_run`` in a worker thread so the event loop stays free."""
+        return await asyncio.to_thread(self._run, **kwargs)
+
+    def _config_parameter(self, *, for_async: bool) -> str | None:
+        """Name of the run target's ``RunConfig`` parameter, if it declares one."""
+        target = self._arun if for_async else self._run
+        return config_parameter(target)
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _parse_arguments(
+        self, tool_input: str | dict[str, Any], call_id: str | None, injected: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Validate the input and return the keyword arguments of ``_run`` (a hook)."""
+        schema = self.args_schema if isinstance(self.args_schema, dict) else self._model_schema()
+        return parse_arguments(self.name, schema, tool_input, call_id, injected)
+
+    def _with_config(
+        self, arguments: dict[str, Any], config: RunConfig, *, for_async: bool
+    ) -> dict[str, Any]:
+        name = self._config_parameter(for_async=for_async)
+        return {**arguments, name: config} if name else arguments
+
+    def _handled(self, exc: Exception, call_id: str | None, *, validating: bool) -> ToolOutput:
+        """Turn a handled error into an error output; re-raise anything else."""
+        if validating and is_validation_error(exc):
+            handler, default = self.handle_validation_error, _VALIDATION_MESSAGE
+        elif isinstance(exc, ToolInputError):
+            handler, default = self.handle_tool_error, (str(exc) or "Tool execution error")
+        else:
+            raise exc
+        if handler is None or handler is False:
+            raise exc
+        if handler is True:
+            content: Any = default
+        elif isinstance(handler, str):
+            content = handler
+        else:
+            content = handler(exc)
+        logger.info("tool %s: %s handled as content: %s", self.name, type(exc).__name__, exc)
+        return ToolOutput(content=content, status="error", tool_call_id=call_id)
+
+    def _output(self, result: Any, call_id: str | None) -> ToolOutput:
+        if self.response_format == "content_and_artifact":
+            if not (isinstance(result, tuple) and len(result) == 2):
+                msg = (
+                    f"tool {self.name!r} has response_format='content_and_artifact', so it must "
+                    f"return a (content, artifact) 2-tuple, but it returned "
+                    f"{type(result).__name__}; return the pair or use response_format='content'"
+                )
+                raise ConfigError(msg)
+            content, artifact = result
+            return ToolOutput(content=content, artifact=artifact, tool_call_id=call_id)
+        return ToolOutput(content=result, tool_call_id=call_id)
+
+    def _deliver(self, output: ToolOutput) -> Any:
+        if output.tool_call_id is not None:
+            return output.to_message(self.name)
+        if output.artifact is not None:
+            logger.debug(
+                "tool %s: artifact not returned by invoke (plain input); use a ToolCall or "
+                "run_with_artifact to receive it",
+                self.name,
+            )
+        return output.content
+
+
+def run_coroutine_sync(factory: Callable[[], Awaitable[_T]]) -> _T:
+    """Run a coroutine to completion from sync code, even inside a running event loop.
+
+    With no loop in this thread it uses :func:`asyncio.run`; inside a loop (sync ``invoke``
+    called from async code) it runs a fresh loop in a worker thread, since blocking the
+    caller's loop on itself would deadlock.
+    """
+
+    async def main() -> _T:
+        return await factory()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        context = contextvars.copy_context()
+        return pool.submit(context.run, asyncio.run, main()).result()

@@ -1,0 +1,63 @@
+"""What crosses the model/tool boundary: :class:`ToolCall` in, :class:`ToolMessage` out.
+
+Shapes follow LangChain's so adapters are thin: a tool call is a plain dict
+``{"name", "args", "id", "type": "tool_call"}``; the reply carries ``content`` (what the model
+reads), ``artifact`` (what the application keeps, never sent to the model), the call id, the
+tool name and a ``status``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["ToolCall", "ToolMessage", "is_tool_call", "make_tool_call"]
+
+
+class ToolCall(TypedDict):
+    """One call a model asked for."""
+
+    name: str
+    args: dict[str, Any]
+    id: str | None
+    type: Literal["tool_call"]
+
+
+def make_tool_call(name: str, args: dict[str, Any], id: str | None = None) -> ToolCall:
+    """Build a :class:`ToolCall`, inventing an id when none is given."""
+    return ToolCall(
+        name=name, args=args, id=id or f"call_{uuid.uuid4().hex[:24]}", type="tool_call"
+    )
+
+
+def is_tool_call(value: object) -> bool:
+    """True for a dict shaped like a :class:`ToolCall` (``type == "tool_call"`` and ``args``)."""
+    return (
+        isinstance(value, dict)
+        and value.get("type") == "tool_call"
+        and "args" in value
+        and "name" in value
+    )
+
+
+class ToolMessage(BaseModel):
+    """A tool's reply to one :class:`ToolCall`.
+
+    Attributes:
+        content: what the model reads (a string, or a list of content blocks).
+        artifact: the full result for the application (e.g. retriever hits); never shown to
+            the model.
+        tool_call_id: the id of the call this answers.
+        name: the tool's name.
+        status: ``"error"`` when the tool failed and the error was turned into content.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    content: str | list[Any]
+    artifact: Any = None
+    tool_call_id: str
+    name: str | None = None
+    status: Literal["success", "error"] = "success"

@@ -1,0 +1,138 @@
+"""Tools rendered for a model: plain-text lines for prompts, OpenAI function/tool dicts.
+
+* :func:`render_text_description`: ``name(signature) - description`` per line, for ReAct-style
+  prompts. Unlike LangChain, the signature is the *model-facing* one: injected, config and
+  callback parameters are left out (a hidden tenant id must not leak into a prompt) and so is
+  the return annotation (the model never sees the return value in that form). Tools without a
+  function get a signature built from their schema.
+* :func:`render_text_description_and_args`: ``name - description, args: {...}`` with the
+  argument properties as JSON (valid JSON reads better to a model than a Python repr).
+* :func:`convert_to_openai_function` / :func:`convert_to_openai_tool`: OpenAI's
+  ``{"name", "description", "parameters"}`` and ``{"type": "function", "function": ...}``.
+  ``parameters`` is ``tool_call_schema``'s JSON schema with local ``$ref`` s inlined (non-
+  recursive ones), ``$defs`` dropped when nothing refers to them any more, and pydantic's
+  ``title`` keys removed (a property *named* ``title`` is kept), as LangChain does.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from retrieval.tools.base import BaseTool
+from retrieval.tools.schema import model_facing_parameters
+from retrieval.tools.structured import StructuredTool
+
+__all__ = [
+    "convert_to_openai_function",
+    "convert_to_openai_tool",
+    "render_text_description",
+    "render_text_description_and_args",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def render_text_description(tools: Sequence[BaseTool]) -> str:
+    """One ``name(signature) - description`` line per tool.
+
+    Example:
+        >>> from retrieval.tools.decorator import tool
+        >>> @tool
+        ... def search(query: str, k: int = 5) -> str:
+        ...     '''Search the corpus.'''
+        ...     return ""
+        >>> render_text_description([search])
+        'search(query: str, k: int = 5) - Search the corpus.'
+    """
+    return "\n".join(f"{t.name}{_signature_text(t)} - {t.description}" for t in tools)
+
+
+def render_text_description_and_args(tools: Sequence[BaseTool]) -> str:
+    """One ``name - description, args: {json properties}`` line per tool."""
+    return "\n".join(
+        f"{t.name} - {t.description}, args: {json.dumps(t.args, ensure_ascii=False)}" for t in tools
+    )
+
+
+def convert_to_openai_function(tool: BaseTool | Callable[..., Any]) -> dict[str, Any]:
+    """``{"name", "description", "parameters"}`` for OpenAI function calling.
+
+    Args:
+        tool: a tool, or a documented function (wrapped with ``StructuredTool``).
+    """
+    if not isinstance(tool, BaseTool):
+        tool = StructuredTool.from_function(tool)
+    schema = tool.tool_call_json_schema()
+    schema.pop("title", None)
+    schema.pop("description", None)
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": _remove_titles(_inline_refs(schema)),
+    }
+
+
+def convert_to_openai_tool(tool: BaseTool | Callable[..., Any]) -> dict[str, Any]:
+    """``{"type": "function", "function": {...}}`` for OpenAI tool calling."""
+    return {"type": "function", "function": convert_to_openai_function(tool)}
+
+
+def _signature_text(tool: BaseTool) -> str:
+    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
+    if callable(func):
+        try:
+            return str(inspect.Signature(model_facing_parameters(func)))
+        except (TypeError, ValueError):
+            logger.debug("signature of %s unreadable; using its schema", tool.name)
+    schema = tool.tool_call_json_schema()
+    required = set(schema.get("required", []))
+    parts = []
+    for name, prop in schema.get("properties", {}).items():
+        text = f"{name}: {prop.get('type', 'any')}"
+        if name not in required and "default" in prop:
+            text += f" = {prop['default']!r}"
+        parts.append(text)
+    return f"({', '.join(parts)})"
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Replace ``{"$ref": "#/$defs/X"}`` by the definition, except on recursion."""
+    defs = schema.get("$defs", {})
+    unresolved: set[str] = set()
+
+    def walk(node: Any, seen: frozenset[str]) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                key = ref.removeprefix("#/$defs/")
+                if key in defs and key not in seen:
+                    rest = {k: v for k, v in node.items() if k != "$ref"}
+                    return {**walk(copy.deepcopy(defs[key]), seen | {key}), **rest}
+                unresolved.add(key)
+                return node
+            return {k: walk(v, seen) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        return node
+
+    result: dict[str, Any] = walk(schema, frozenset())
+    if unresolved:
+        result["$defs"] = defs
+    return result
+
+
+def _remove_titles(node: Any, parent: str = "") -> Any:
+    if isinstance(node, dict):
+        return {
+            k: _remove_titles(v, k)
+            for k, v in node.items()
+            if not (k == "title" and parent != "properties")
+        }
+    if isinstance(node, list):
+        return [_remove_titles(item) for item in node]
+    return node

@@ -1,0 +1,264 @@
+"""``create_retriever_tool``: any :class:`~retrieval.base.Retriever` as an agent tool.
+
+The model sees one argument, ``query`` (:class:`RetrieverInput`: 1 to 2,000 characters after
+stripping whitespace, no other keys). 2,000 characters is far more than any real search query
+and well past what our embedders read (MiniLM truncates at 256 tokens), so a longer "query" is
+a model pasting a document by mistake, which it should be told about.
+
+The tool returns ``(content, artifact)``:
+
+* ``content`` is what the model reads: each hit rendered with a citation, by default::
+
+      [1] source: a.pdf, page 3 (chunk 1a2b3c4d)
+      <chunk text>
+
+  (``pages 3-4`` when a chunk spans pages; no page part for unpaged sources), joined with
+  ``document_separator``, or with ``document_prompt``, a ``str.format`` template over
+  ``{text}`` (alias ``{page_content}``), ``{source}``, ``{page}``, ``{chunk_id}``,
+  ``{doc_id}``, ``{score}``, ``{rank}`` and any metadata key (missing ones render empty).
+  The content is cut to ``max_content_chars`` at a hit boundary, in rank order, after
+  Qwen-Agent's ``max_ref_token``: the first hit is always included, truncated (ending in
+  "…") if it alone exceeds the budget. The budget is in characters, not tokens, so the cut is
+  deterministic and needs no tokenizer: the default 8,000 is about 2,000 English tokens
+  (about 4 characters per token); CJK text has about one token per character, so lower it
+  for Chinese corpora. No hits gives a "No results found" content and an empty artifact.
+* ``artifact`` is the full list of :class:`~retrieval.hit.Hit` objects, including hits the
+  budget kept out of the content. It reaches the application through a ToolCall's
+  ToolMessage, ``run_with_artifact``, ``execute``, or the LangChain adapter; it never reaches
+  the model.
+
+``ToolInputError`` raised by the retriever (a query it cannot use) is shown to the model
+(``handle_tool_error=True``); other errors propagate. ``ainvoke`` calls
+``retriever.ainvoke``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import string
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from parsers.errors import ConfigError
+from retrieval.base import Retriever
+from retrieval.hit import Hit
+from retrieval.tools.base import ResponseFormat
+from retrieval.tools.structured import StructuredTool
+
+__all__ = [
+    "DEFAULT_MAX_CONTENT_CHARS",
+    "MAX_QUERY_CHARS",
+    "RetrieverInput",
+    "create_retriever_tool",
+    "format_hit",
+    "format_hits",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 2000
+"""Longest accepted query, in characters (see the module docstring)."""
+
+DEFAULT_MAX_CONTENT_CHARS = 8000
+"""Default content budget in characters: about 2,000 English tokens."""
+
+_QUERY_DESCRIPTION = (
+    "The search query: a short natural-language question or a few keywords describing the "
+    "information to look up in the document collection."
+)
+
+
+class RetrieverInput(BaseModel):
+    """Search the document collection with one query."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description=_QUERY_DESCRIPTION)
+
+
+class _Blank(dict[str, Any]):
+    """Template values where a missing metadata key renders as an empty string."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def format_hit(hit: Hit, document_prompt: str | None = None) -> str:
+    """Render one hit for a model: the default citation header, or ``document_prompt``."""
+    chunk = hit.chunk
+    page = _page_text(chunk.metadata)
+    if document_prompt is None:
+        where = f"source: {chunk.source}" + (f", {page}" if page else "")
+        return f"[{hit.rank}] {where} (chunk {chunk.id[:8]})\n{chunk.text}"
+    values = _Blank(chunk.metadata)
+    values.update(
+        text=chunk.text,
+        page_content=chunk.text,
+        source=chunk.source,
+        page=page.split(" ", 1)[1] if page else "",
+        chunk_id=chunk.id,
+        doc_id=chunk.doc_id,
+        score=hit.score,
+        rank=hit.rank,
+    )
+    return document_prompt.format_map(values)
+
+
+def format_hits(
+    hits: Sequence[Hit],
+    *,
+    document_prompt: str | None = None,
+    document_separator: str = "\n\n",
+    max_chars: int | None = DEFAULT_MAX_CONTENT_CHARS,
+) -> str:
+    """Render hits in order, joined, cut to ``max_chars`` at a hit boundary.
+
+    Args:
+        hits: the hits, best first.
+        document_prompt: per-hit template (see the module docstring); default citation form.
+        document_separator: text between two hits.
+        max_chars: content budget in characters; ``None`` for no limit. The first hit is
+            always included, truncated to the budget if needed.
+
+    Returns:
+        The content; empty for no hits.
+    """
+    parts: list[str] = []
+    used = 0
+    for hit in hits:
+        block = format_hit(hit, document_prompt)
+        extra = len(block) + (len(document_separator) if parts else 0)
+        if max_chars is None or used + extra <= max_chars:
+            parts.append(block)
+            used += extra
+            continue
+        if not parts:
+            parts.append(block[: max_chars - 1] + "…")
+        logger.debug(
+            "content budget %d chars: %d of %d hits shown", max_chars, len(parts), len(hits)
+        )
+        break
+    return document_separator.join(parts)
+
+
+def create_retriever_tool(
+    retriever: Retriever,
+    name: str,
+    description: str,
+    *,
+    document_prompt: str | None = None,
+    document_separator: str = "\n\n",
+    response_format: ResponseFormat = "content_and_artifact",
+    max_content_chars: int | None = DEFAULT_MAX_CONTENT_CHARS,
+    k: int | None = None,
+    **tool_kwargs: Any,
+) -> StructuredTool:
+    """Wrap a retriever as a tool with the fixed :class:`RetrieverInput` schema.
+
+    Args:
+        retriever: anything with ``invoke(query, *, k=None)`` (and ideally ``ainvoke``)
+            returning ``list[Hit]``.
+        name: the tool name the model calls.
+        description: tells the model what the collection holds and when to search it.
+        document_prompt: per-hit ``str.format`` template; default citation form.
+        document_separator: text between two rendered hits.
+        response_format: ``"content_and_artifact"`` (content plus all hits) or ``"content"``
+            (content only: the caller then chose to have no artifact).
+        max_content_chars: content budget in characters (``None``: unlimited).
+        k: number of hits to ask the retriever for; ``None`` uses its default.
+        **tool_kwargs: further :class:`StructuredTool` fields (``return_direct``,
+            ``handle_validation_error``, ``extras``, ``metadata``, ...).
+
+    Returns:
+        The tool.
+
+    Raises:
+        ConfigError: a bad budget, ``k``, template or retriever.
+
+    Example:
+        >>> tool = create_retriever_tool(retriever, "search_docs", "Search the manuals.")
+        >>> message = tool.invoke(
+        ...     {"name": "search_docs", "args": {"query": "warranty"}, "id": "c1",
+        ...      "type": "tool_call"})
+        >>> message.content.splitlines()[0]
+        '[1] source: manual.pdf, page 12 (chunk 9f3a2b1c)'
+        >>> [hit.rank for hit in message.artifact]
+        [1, 2, 3, 4]
+    """
+    _check_arguments(retriever, document_prompt, max_content_chars, k)
+    search_kwargs: dict[str, Any] = {} if k is None else {"k": k}
+
+    def finish(query: str, hits: Any) -> Any:
+        hits = _checked_hits(name, hits)
+        if hits:
+            content = format_hits(
+                hits,
+                document_prompt=document_prompt,
+                document_separator=document_separator,
+                max_chars=max_content_chars,
+            )
+        else:
+            content = f'No results found for the query "{query}".'
+        return (content, hits) if response_format == "content_and_artifact" else content
+
+    def search(query: str) -> Any:
+        return finish(query, retriever.invoke(query, **search_kwargs))
+
+    async def asearch(query: str) -> Any:
+        if hasattr(retriever, "ainvoke"):
+            hits = await retriever.ainvoke(query, **search_kwargs)
+        else:
+            hits = await asyncio.to_thread(retriever.invoke, query, **search_kwargs)
+        return finish(query, hits)
+
+    tool_kwargs.setdefault("handle_tool_error", True)
+    return StructuredTool(
+        name=name,
+        description=description,
+        func=search,
+        coroutine=asearch,
+        args_schema=RetrieverInput,
+        response_format=response_format,
+        **tool_kwargs,
+    )
+
+
+def _page_text(metadata: dict[str, Any]) -> str:
+    start = metadata.get("page_start", metadata.get("page"))
+    end = metadata.get("page_end", start)
+    if start is None or start == "":
+        return ""
+    return f"page {start}" if end in (None, start) else f"pages {start}-{end}"
+
+
+def _check_arguments(
+    retriever: Any, document_prompt: str | None, max_content_chars: int | None, k: int | None
+) -> None:
+    if not callable(getattr(retriever, "invoke", None)):
+        msg = f"retriever must have invoke(query, *, k=None) -> list[Hit], got {retriever!r}"
+        raise ConfigError(msg)
+    if max_content_chars is not None and max_content_chars < 1:
+        msg = f"max_content_chars must be >= 1 or None, got {max_content_chars}"
+        raise ConfigError(msg)
+    if k is not None and k < 1:
+        msg = f"k must be >= 1 or None, got {k}"
+        raise ConfigError(msg)
+    if document_prompt is not None:
+        try:
+            list(string.Formatter().parse(document_prompt))
+        except ValueError as exc:
+            msg = f"document_prompt {document_prompt!r} is not a valid str.format template: {exc}"
+            raise ConfigError(msg) from exc
+
+
+def _checked_hits(name: str, hits: Any) -> list[Hit]:
+    if not isinstance(hits, list) or not all(isinstance(h, Hit) for h in hits):
+        msg = (
+            f"retriever tool {name!r}: the retriever returned {type(hits).__name__}, expected "
+            "list[Hit] (see retrieval.base.Retriever)"
+        )
+        raise ConfigError(msg)
+    return hits

@@ -1,0 +1,302 @@
+"""Argument schemas from Python functions: signature + type hints + docstring → pydantic model.
+
+This is the rewrite LangChain's own source comment asks for: the model is built directly from
+:func:`inspect.signature`, :func:`typing.get_type_hints` (``include_extras=True``, so
+``Annotated`` metadata survives ``from __future__ import annotations``) and
+:func:`pydantic.create_model`, instead of going through the deprecated
+``validate_arguments`` decorator.
+
+What becomes a field, and what does not:
+
+* ``self``/``cls`` of a method, ``run_manager`` and ``callbacks`` (LangChain's plumbing; the
+  ``filter_args`` argument replaces this pair), and any parameter annotated ``RunConfig`` /
+  ``RunnableConfig`` are skipped;
+* ``*args`` is skipped (it cannot be passed by name); ``**kwargs`` makes the model accept and
+  pass on extra keys (``extra="allow"``), otherwise unknown keys are rejected
+  (``extra="forbid"``) so a model's typo is reported instead of silently ignored;
+* injected arguments (``Annotated[T, InjectedToolArg]``) are kept unless
+  ``include_injected=False``: the full schema validates them, ``tool_call_schema`` hides them.
+
+Descriptions, first match wins: the Google-style docstring (only with ``parse_docstring``,
+parsed by ``docstring_parser``), then a string in ``Annotated[T, "text"]``, then
+``Field(description=...)`` given as default or inside ``Annotated``. Values are coerced by
+pydantic's lax mode, so ``{"a": 2, "b": "4"}`` calls ``add(2, 4)``.
+
+With ``error_on_invalid_docstring`` a docstring is rejected (``ValueError``) when it has no
+``Args:`` section while the function takes arguments, when ``Args:`` is not separated from the
+summary by a blank line, or when it documents an argument the signature lacks.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import re
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
+
+from parsers.errors import ConfigError
+from retrieval.tools.injected import InjectedToolCallId, is_config_annotation, is_injected_metadata
+
+__all__ = [
+    "FILTERED_ARGS",
+    "create_schema_from_function",
+    "injected_fields",
+    "model_facing_parameters",
+    "subset_model",
+]
+
+logger = logging.getLogger(__name__)
+
+FILTERED_ARGS: tuple[str, ...] = ("run_manager", "callbacks")
+"""Parameters never exposed to a model (LangChain's callback plumbing)."""
+
+_ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params):\s*$")
+_PARAM_KINDS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword"})
+
+
+def create_schema_from_function(
+    model_name: str,
+    func: Callable[..., Any],
+    *,
+    filter_args: Sequence[str] | None = None,
+    parse_docstring: bool = False,
+    error_on_invalid_docstring: bool = False,
+    include_injected: bool = True,
+) -> type[BaseModel]:
+    """Build a pydantic model whose fields are ``func``'s model-facing parameters.
+
+    Args:
+        model_name: the class name of the model (also the JSON-schema ``title``).
+        func: a function, method, ``functools.partial`` or callable object.
+        filter_args: parameter names to leave out; default :data:`FILTERED_ARGS`.
+        parse_docstring: take the description and per-argument descriptions from a
+            Google-style docstring.
+        error_on_invalid_docstring: with ``parse_docstring``, raise on a malformed docstring
+            instead of using what can be read.
+        include_injected: keep ``InjectedToolArg`` parameters (needed to validate a call).
+
+    Returns:
+        The model class; its ``__doc__`` is the function description.
+
+    Raises:
+        ConfigError: a type hint cannot be resolved (e.g. a class defined inside a function
+            while annotations are postponed).
+        ValueError: the docstring is invalid and ``error_on_invalid_docstring`` is set.
+
+    Example:
+        >>> def add(a: int, b: int = 1) -> int:
+        ...     '''Add two numbers.'''
+        ...     return a + b
+        >>> create_schema_from_function("add", add).model_json_schema()["required"]
+        ['a']
+    """
+    signature = _signature(func)
+    hints = _type_hints(func)
+    skipped = set(FILTERED_ARGS if filter_args is None else filter_args)
+    params = list(signature.parameters.values())
+    if params and params[0].name in {"self", "cls"} and "." in _qualname(func):
+        skipped.add(params[0].name)
+
+    model_args: list[str] = []
+    var_keyword = False
+    for param in params:
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            var_keyword = True
+        elif (
+            param.kind is not inspect.Parameter.VAR_POSITIONAL
+            and param.name not in skipped
+            and not is_config_annotation(hints.get(param.name))
+        ):
+            model_args.append(param.name)
+
+    if parse_docstring:
+        description, arg_docs = _parse_docstring(
+            func, model_args, list(signature.parameters), strict=error_on_invalid_docstring
+        )
+    else:
+        description, arg_docs = inspect.getdoc(func) or "", {}
+
+    fields: dict[str, Any] = {}
+    for name in model_args:
+        annotation = hints.get(name, Any)
+        metadata = _annotated_metadata(annotation)
+        if not include_injected and is_injected_metadata(metadata):
+            continue
+        text = arg_docs.get(name) or next((m for m in metadata if isinstance(m, str)), None)
+        fields[name] = (annotation, _field_info(signature.parameters[name].default, text))
+
+    config = ConfigDict(extra="allow" if var_keyword else "forbid", arbitrary_types_allowed=True)
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        model_name, __config__=config, __doc__=description, **fields
+    )
+    return model
+
+
+def injected_fields(model: type[BaseModel]) -> dict[str, bool]:
+    """Names of the injected fields of ``model``, each mapped to "is it the ToolCall id"."""
+    found: dict[str, bool] = {}
+    for name, field in model.model_fields.items():
+        if is_injected_metadata(field.metadata):
+            found[name] = is_injected_metadata(field.metadata, InjectedToolCallId)
+    return found
+
+
+def subset_model(
+    model: type[BaseModel], name: str, *, exclude: Iterable[str], description: str
+) -> type[BaseModel]:
+    """A copy of ``model`` without the ``exclude`` fields, titled ``name``, described.
+
+    Field constraints, defaults, descriptions and the ``extra`` policy are kept, so the JSON
+    schema of the copy is the original's minus the excluded properties.
+    """
+    dropped = set(exclude)
+    fields: dict[str, Any] = {
+        field_name: (field.annotation, FieldInfo.merge_field_infos(field))
+        for field_name, field in model.model_fields.items()
+        if field_name not in dropped
+    }
+    config = ConfigDict(**{k: v for k, v in model.model_config.items() if k != "title"})  # type: ignore[typeddict-item]
+    subset: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        name, __config__=config, __doc__=description, **fields
+    )
+    return subset
+
+
+def model_facing_parameters(func: Callable[..., Any]) -> list[inspect.Parameter]:
+    """``func``'s parameters minus self/cls, callbacks, config and injected ones.
+
+    Annotations are evaluated when possible, so ``str(inspect.Signature(...))`` shows
+    ``query: str`` rather than ``query: 'str'`` under postponed annotations.
+    """
+    try:
+        signature = inspect.signature(func, eval_str=True)
+    except (NameError, TypeError, SyntaxError):
+        signature = inspect.signature(func)
+    kept = []
+    for index, param in enumerate(signature.parameters.values()):
+        if index == 0 and param.name in {"self", "cls"} and "." in _qualname(func):
+            continue
+        if param.name in FILTERED_ARGS or param.kind is inspect.Parameter.VAR_POSITIONAL:
+            continue
+        annotation = param.annotation
+        if is_config_annotation(annotation) or is_injected_metadata(
+            _annotated_metadata(annotation)
+        ):
+            continue
+        if typing.get_origin(annotation) is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        kept.append(param.replace(annotation=annotation))
+    return kept
+
+
+def _field_info(default: Any, description: str | None) -> FieldInfo:
+    extra: dict[str, Any] = {"description": description} if description else {}
+    if isinstance(default, FieldInfo):
+        return FieldInfo.merge_field_infos(default, **extra)
+    if default is inspect.Parameter.empty:
+        return Field(**extra)  # type: ignore[no-any-return]
+    return Field(default=default, **extra)  # type: ignore[no-any-return]
+
+
+def _annotated_metadata(annotation: Any) -> tuple[Any, ...]:
+    if typing.get_origin(annotation) is typing.Annotated:
+        return typing.get_args(annotation)[1:]
+    return ()
+
+
+def _qualname(func: Callable[..., Any]) -> str:
+    return str(getattr(func, "__qualname__", "") or "")
+
+
+def _hint_target(func: Callable[..., Any]) -> Any:
+    """The object whose annotations describe ``func``'s parameters."""
+    if isinstance(func, functools.partial):
+        return _hint_target(func.func)
+    if inspect.isclass(func):
+        return func.__init__
+    if inspect.isfunction(func) or inspect.ismethod(func):
+        return func
+    return getattr(func, "__call__", func)  # noqa: B004 (callable objects)
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError) as exc:
+        msg = f"cannot read the signature of {func!r} to build a tool schema; pass args_schema="
+        raise ConfigError(msg) from exc
+
+
+def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
+    target = _hint_target(func)
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except (NameError, TypeError) as exc:
+        name = getattr(func, "__name__", repr(func))
+        msg = (
+            f"cannot resolve the type hints of {name!r} ({exc}); define the types it names at "
+            "module level (not inside a function) or pass args_schema="
+        )
+        raise ConfigError(msg) from exc
+
+
+def _parse_docstring(
+    func: Callable[..., Any], model_args: list[str], signature_args: list[str], *, strict: bool
+) -> tuple[str, dict[str, str]]:
+    """Description and argument descriptions of a Google-style docstring."""
+    name = getattr(func, "__name__", repr(func))
+    doc = inspect.getdoc(func) or ""
+    if strict:
+        _check_docstring(name, doc, model_args)
+    try:
+        parsed = docstring_parser.parse(doc, style=docstring_parser.DocstringStyle.GOOGLE)
+    except docstring_parser.ParseError as exc:
+        if strict:
+            msg = f"invalid Google-style docstring of {name!r}: {exc}"
+            raise ValueError(msg) from exc
+        logger.debug("docstring of %s not parsed (%s); using it whole", name, exc)
+        return doc, {}
+    description = "\n\n".join(
+        part for part in (parsed.short_description, parsed.long_description) if part
+    )
+    arg_docs = {
+        p.arg_name: " ".join((p.description or "").split())
+        for p in parsed.params
+        if p.args and p.args[0] in _PARAM_KINDS
+    }
+    unknown = [arg for arg in arg_docs if arg not in signature_args]
+    if unknown and strict:
+        msg = (
+            f"docstring of {name!r} documents {unknown}, which are not in its signature "
+            f"{signature_args}; fix the names or set error_on_invalid_docstring=False"
+        )
+        raise ValueError(msg)
+    return description, {k: v for k, v in arg_docs.items() if k not in unknown and v}
+
+
+def _check_docstring(name: str, doc: str, model_args: list[str]) -> None:
+    """Raise ``ValueError`` for a missing ``Args:`` section or bad spacing before it."""
+    lines = doc.splitlines()
+    header = next((i for i, line in enumerate(lines) if _ARGS_HEADER.match(line)), None)
+    if header is None:
+        if model_args:
+            msg = (
+                f"docstring of {name!r} has no 'Args:' section documenting {model_args}; add "
+                "one (Google style) or set error_on_invalid_docstring=False"
+            )
+            raise ValueError(msg)
+        return
+    if header == 0 or lines[header - 1].strip():
+        msg = (
+            f"docstring of {name!r}: 'Args:' must follow a one-line summary and a blank line "
+            "(Google style); add the summary or the blank line, or set "
+            "error_on_invalid_docstring=False"
+        )
+        raise ValueError(msg)

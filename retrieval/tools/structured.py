@@ -1,0 +1,181 @@
+"""``StructuredTool``: a tool with any number of named, typed arguments.
+
+Built from a function with :meth:`StructuredTool.from_function`, which infers the argument
+schema from the signature, type hints and (optionally) the Google-style docstring. A sync-only
+function also runs from ``ainvoke`` (in a worker thread, so the event loop is not blocked) and
+an async-only one from ``invoke`` (in a fresh event loop, in a worker thread when a loop is
+already running), so callers never need to know which kind they hold.
+
+Description, first match wins: the ``description`` argument; with ``parse_docstring`` the
+docstring's summary; the function docstring; the ``args_schema`` docstring or the dict
+schema's ``description``. A function without any of these is rejected: the description is how
+the model decides when to call the tool.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, create_model
+
+from parsers.errors import ConfigError
+from retrieval.tools.arguments import config_parameter
+from retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat, run_coroutine_sync
+from retrieval.tools.schema import create_schema_from_function
+
+__all__ = ["StructuredTool"]
+
+logger = logging.getLogger(__name__)
+
+
+class StructuredTool(BaseTool):
+    """A multi-argument tool wrapping ``func`` and/or ``coroutine``.
+
+    Attributes:
+        func: the sync function, called with the validated arguments as keywords.
+        coroutine: the async function; either may be missing, the other is used.
+    """
+
+    func: Callable[..., Any] | None = None
+    coroutine: Callable[..., Awaitable[Any]] | None = None
+
+    def _check_settings(self) -> None:
+        """Require at least one of ``func`` and ``coroutine``."""
+        super()._check_settings()
+        if self.func is None and self.coroutine is None:
+            msg = f"tool {self.name!r}: give func and/or coroutine"
+            raise ConfigError(msg)
+
+    @classmethod
+    def from_function(
+        cls,
+        func: Callable[..., Any] | None = None,
+        coroutine: Callable[..., Awaitable[Any]] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        return_direct: bool = False,
+        args_schema: ArgsSchema | None = None,
+        infer_schema: bool = True,
+        *,
+        response_format: ResponseFormat = "content",
+        parse_docstring: bool = False,
+        error_on_invalid_docstring: bool = False,
+        **kwargs: Any,
+    ) -> StructuredTool:
+        """Build a tool from a sync and/or async function.
+
+        Args:
+            func: the sync function.
+            coroutine: the async function (``func`` may be omitted).
+            name: the tool name; default the function's ``__name__``.
+            description: default the (parsed) docstring; see the module docstring.
+            return_direct: an agent should return this tool's output as its answer.
+            args_schema: a pydantic model or JSON-schema dict; inferred when None.
+            infer_schema: infer the schema from the signature when ``args_schema`` is None;
+                when False the tool accepts any arguments and passes them on unchecked.
+            response_format: ``"content_and_artifact"`` when the function returns
+                ``(content, artifact)``.
+            parse_docstring: take argument descriptions from a Google-style docstring.
+            error_on_invalid_docstring: raise ``ValueError`` on a malformed docstring.
+            **kwargs: further :class:`BaseTool` fields (``handle_tool_error``, ``extras``,
+                ``metadata``, ...).
+
+        Returns:
+            The tool.
+
+        Raises:
+            ConfigError: no function, no name, or no description.
+            ValueError: invalid docstring with ``error_on_invalid_docstring``.
+
+        Example:
+            >>> def add(a: int, b: int) -> int:
+            ...     '''Add two integers.'''
+            ...     return a + b
+            >>> StructuredTool.from_function(add).invoke({"a": 2, "b": "4"})
+            6
+        """
+        source = func if func is not None else coroutine
+        if source is None:
+            msg = "StructuredTool.from_function needs func and/or coroutine"
+            raise ConfigError(msg)
+        tool_name = name or getattr(source, "__name__", None)
+        if not tool_name:
+            msg = f"cannot name a tool after {source!r}; pass name="
+            raise ConfigError(msg)
+        if args_schema is None and infer_schema:
+            args_schema = create_schema_from_function(
+                tool_name,
+                source,
+                parse_docstring=parse_docstring,
+                error_on_invalid_docstring=error_on_invalid_docstring,
+            )
+        text = _description(source, description, args_schema, parse_docstring=parse_docstring)
+        if text is None:
+            msg = (
+                f"tool {tool_name!r}: the function has no docstring; pass description= (the "
+                "model reads it to decide when to call the tool)"
+            )
+            raise ConfigError(msg)
+        return cls(
+            name=tool_name,
+            func=func,
+            coroutine=coroutine,
+            description=text,
+            return_direct=return_direct,
+            args_schema=args_schema,
+            response_format=response_format,
+            **kwargs,
+        )
+
+    def _infer_input_schema(self) -> type[BaseModel]:
+        """With no schema at all, accept any arguments and pass them on."""
+        model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            self.name, __config__=ConfigDict(extra="allow"), __doc__=self.description
+        )
+        return model
+
+    def _config_parameter(self, *, for_async: bool) -> str | None:
+        fn = self.coroutine if for_async and self.coroutine else self.func or self.coroutine
+        return config_parameter(fn)
+
+    def _run(self, **kwargs: Any) -> Any:
+        if self.func is not None:
+            return self.func(**kwargs)
+        coroutine = self.coroutine
+        if coroutine is None:
+            msg = f"tool {self.name!r} has neither func nor coroutine"
+            raise ConfigError(msg)
+        return run_coroutine_sync(lambda: coroutine(**kwargs))
+
+    async def _arun(self, **kwargs: Any) -> Any:
+        if self.coroutine is None:
+            return await super()._arun(**kwargs)
+        return await self.coroutine(**kwargs)
+
+
+def _description(
+    source: Callable[..., Any],
+    description: str | None,
+    args_schema: ArgsSchema | None,
+    *,
+    parse_docstring: bool,
+) -> str | None:
+    if description is not None:
+        return description
+    if isinstance(source, functools.partial):
+        source = source.func
+    if parse_docstring and isinstance(args_schema, type) and args_schema.__doc__:
+        return args_schema.__doc__.strip()
+    doc = inspect.getdoc(source)
+    if doc:
+        return doc
+    if isinstance(args_schema, dict):
+        text = args_schema.get("description")
+        return str(text) if text else None
+    if isinstance(args_schema, type) and args_schema.__doc__:
+        return inspect.cleandoc(args_schema.__doc__)
+    return None

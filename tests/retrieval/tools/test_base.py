@@ -1,0 +1,425 @@
+"""BaseTool: inputs, outputs, error handling modes, artifacts, batch, Tool's single input."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, Field, ValidationError
+
+import retrieval.tools as tools_pkg
+from parsers.errors import ConfigError, ToolInputError
+from retrieval.tools import (
+    BaseTool,
+    StructuredTool,
+    Tool,
+    ToolException,
+    ToolMessage,
+    ToolOutput,
+    make_tool_call,
+)
+
+
+class Multiply(BaseTool):
+    """A subclass whose schema is inferred from ``_run``."""
+
+    name: str = "multiply"
+    description: str = "Multiply two integers."
+
+    def _run(self, a: int, b: int = 2) -> int:  # type: ignore[override]
+        return a * b
+
+
+def _failing(message: str = "index is empty") -> StructuredTool:
+    def fail(query: str) -> str:
+        """Always fails."""
+        raise ToolException(message)
+
+    return StructuredTool.from_function(fail)
+
+
+def _pair(query: str) -> tuple[str, dict[str, str]]:
+    """Return content and an artifact."""
+    return f"summary of {query}", {"full": query}
+
+
+class _Args(BaseModel):
+    """Two numbers."""
+
+    a: int = Field(description="first")
+    b: int = Field(ge=0, description="second, non-negative")
+
+
+def _sum(a: int, b: int) -> int:
+    return a + b
+
+
+def test_exports_snapshot() -> None:
+    assert sorted(tools_pkg.__all__) == [
+        "ArgsSchema",
+        "BaseTool",
+        "CacheInfo",
+        "CachedTool",
+        "FunctionTool",
+        "INVALID_JSON_MESSAGE",
+        "InjectedToolArg",
+        "InjectedToolCallId",
+        "InvokableTool",
+        "ModelTool",
+        "RetrieverInput",
+        "RunConfig",
+        "StreamableTool",
+        "StructuredTool",
+        "TOOL_REGISTRY",
+        "Tool",
+        "ToolCall",
+        "ToolCallInput",
+        "ToolCallbacks",
+        "ToolChunk",
+        "ToolException",
+        "ToolExecutor",
+        "ToolInfo",
+        "ToolMessage",
+        "ToolMiddleware",
+        "ToolOutput",
+        "ToolRegistry",
+        "ToolResultCache",
+        "ToolsNode",
+        "UnknownToolError",
+        "cached",
+        "collect_messages",
+        "convert_to_openai_function",
+        "convert_to_openai_tool",
+        "create_retriever_tool",
+        "create_schema_from_function",
+        "format_hit",
+        "format_hits",
+        "format_result",
+        "get_current_tool_call_id",
+        "get_tool",
+        "is_tool_call",
+        "list_tools",
+        "make_tool_call",
+        "parse_arguments",
+        "register_tool",
+        "render_text_description",
+        "render_text_description_and_args",
+        "to_json_schema",
+        "tool",
+        "tool_info",
+        "unregister_tool",
+        "validate_arguments",
+        "verify_arguments",
+    ]
+    for name in tools_pkg.__all__:
+        assert hasattr(tools_pkg, name), name
+
+
+def test_tool_exception_is_a_tool_input_error() -> None:
+    assert issubclass(ToolException, ToolInputError)
+
+
+def test_subclass_schema_inferred_from_run() -> None:
+    tool = Multiply()
+    assert tool.args == {
+        "a": {"title": "A", "type": "integer"},
+        "b": {"default": 2, "title": "B", "type": "integer"},
+    }
+    assert tool.invoke({"a": 3}) == 6
+    assert tool.invoke({"a": "3", "b": "5"}) == 15
+    assert tool.invoke("4") == 8  # a plain string fills the only required field
+
+
+def test_string_input_with_several_fields_is_a_tool_error() -> None:
+    tool = StructuredTool.from_function(_sum, description="Add.")
+    with pytest.raises(ToolInputError, match="JSON object"):
+        tool.invoke("3")
+
+
+def test_tool_call_in_gives_tool_message_out() -> None:
+    message = Multiply().invoke(make_tool_call("multiply", {"a": 4, "b": 5}, id="call_1"))
+    assert message == ToolMessage(
+        content="20", tool_call_id="call_1", name="multiply", status="success"
+    )
+
+
+def test_plain_input_gives_content() -> None:
+    assert Multiply().invoke({"a": 4, "b": 5}) == 20
+
+
+def test_tool_call_without_id_still_gives_message() -> None:
+    call = {"name": "multiply", "args": {"a": 1}, "id": None, "type": "tool_call"}
+    message = Multiply().invoke(call)
+    assert isinstance(message, ToolMessage)
+    assert message.content == "2"
+    assert message.tool_call_id == ""
+
+
+def test_bad_input_type_is_config_error() -> None:
+    with pytest.raises(ConfigError, match="string, a dict or a ToolCall"):
+        Multiply().invoke(42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("handler", "expected"),
+    [
+        (True, "index is empty"),
+        ("Search failed, try another query.", "Search failed, try another query."),
+        (lambda exc: f"handled: {exc}", "handled: index is empty"),
+    ],
+)
+def test_handle_tool_error_modes(handler: Any, expected: str) -> None:
+    tool = _failing()
+    tool.handle_tool_error = handler
+    message = tool.invoke(make_tool_call("fail", {"query": "x"}, id="c1"))
+    assert (message.content, message.status, message.artifact) == (expected, "error", None)
+    assert tool.invoke({"query": "x"}) == expected
+    output = tool.execute({"query": "x"})
+    assert output == ToolOutput(content=expected, status="error")
+
+
+def test_handle_tool_error_false_raises() -> None:
+    tool = _failing()
+    with pytest.raises(ToolException, match="index is empty"):
+        tool.invoke(make_tool_call("fail", {"query": "x"}))
+
+
+def test_handle_tool_error_true_with_empty_message() -> None:
+    tool = _failing("")
+    tool.handle_tool_error = True
+    assert tool.invoke({"query": "x"}) == "Tool execution error"
+
+
+def test_plain_tool_input_error_is_handled_too() -> None:
+    def fail(query: str) -> str:
+        """Fails with the base class."""
+        raise ToolInputError("no terms in query")
+
+    tool = StructuredTool.from_function(fail, handle_tool_error=True)
+    assert tool.invoke({"query": "the"}) == "no terms in query"
+
+
+def test_other_exceptions_propagate_even_when_handling() -> None:
+    def buggy(query: str) -> str:
+        """Has a bug."""
+        raise KeyError("bug")
+
+    tool = StructuredTool.from_function(buggy, handle_tool_error=True)
+    with pytest.raises(KeyError):
+        tool.invoke(make_tool_call("buggy", {"query": "x"}))
+
+
+@pytest.mark.parametrize(
+    ("handler", "expected"),
+    [
+        (True, "Tool input validation error"),
+        ("Give b as a non-negative integer.", "Give b as a non-negative integer."),
+        (
+            lambda exc: f"{type(exc).__name__}: {exc.error_count()} error",
+            "ValidationError: 1 error",
+        ),
+    ],
+)
+def test_handle_validation_error_modes(handler: Any, expected: str) -> None:
+    tool = StructuredTool.from_function(
+        _sum, description="Add.", args_schema=_Args, handle_validation_error=handler
+    )
+    message = tool.invoke(make_tool_call("_sum", {"a": 1, "b": -1}, id="c2"))
+    assert (message.content, message.status) == (expected, "error")
+
+
+def test_handle_validation_error_false_raises() -> None:
+    tool = StructuredTool.from_function(_sum, description="Add.", args_schema=_Args)
+    with pytest.raises(ValidationError, match="greater than or equal to 0"):
+        tool.invoke({"a": 1, "b": -1})
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        StructuredTool.from_function(_sum, description="Add.").invoke({"a": 1, "b": 2, "c": 3})
+
+
+def test_validation_handler_does_not_catch_tool_errors() -> None:
+    tool = _failing()
+    tool.handle_validation_error = True
+    with pytest.raises(ToolException):
+        tool.invoke({"query": "x"})
+
+
+def test_content_and_artifact_paths() -> None:
+    tool = StructuredTool.from_function(_pair, response_format="content_and_artifact")
+    message = tool.invoke(make_tool_call("_pair", {"query": "q"}, id="c3"))
+    assert (message.content, message.artifact) == ("summary of q", {"full": "q"})
+    assert tool.invoke({"query": "q"}) == "summary of q"
+    assert tool.run_with_artifact({"query": "q"}) == ("summary of q", {"full": "q"})
+    assert tool.run_with_artifact("q") == ("summary of q", {"full": "q"})
+    assert asyncio.run(tool.arun_with_artifact({"query": "q"})) == ("summary of q", {"full": "q"})
+    assert tool.execute("q") == ToolOutput("summary of q", {"full": "q"}, "success", None)
+    assert asyncio.run(tool.ainvoke(make_tool_call("_pair", {"query": "q"}))).artifact == {
+        "full": "q"
+    }
+
+
+def test_content_and_artifact_requires_a_pair() -> None:
+    def single(query: str) -> str:
+        """Forgets the artifact."""
+        return query
+
+    tool = StructuredTool.from_function(single, response_format="content_and_artifact")
+    with pytest.raises(ConfigError, match=r"2-tuple.*returned str"):
+        tool.invoke({"query": "q"})
+    tool.handle_tool_error = True  # a contract bug is never shown to the model
+    with pytest.raises(ConfigError):
+        tool.invoke(make_tool_call("single", {"query": "q"}))
+
+
+def test_non_string_content_is_serialised_in_messages() -> None:
+    def as_dict(query: str) -> dict[str, Any]:
+        """Returns a dict."""
+        return {"query": query, "n": 1}
+
+    tool = StructuredTool.from_function(as_dict)
+    assert tool.invoke({"query": "é"}) == {"query": "é", "n": 1}
+    message = tool.invoke(make_tool_call("as_dict", {"query": "é"}))
+    assert message.content == '{"query": "é", "n": 1}'
+
+
+def test_returned_tool_message_passes_through() -> None:
+    def own(query: str) -> ToolMessage:
+        """Builds its own message."""
+        return ToolMessage(content=query, tool_call_id="mine", name="own")
+
+    tool = StructuredTool.from_function(own)
+    assert tool.invoke(make_tool_call("own", {"query": "q"}, id="c")).tool_call_id == "mine"
+
+
+def test_fields_carried() -> None:
+    tool = StructuredTool.from_function(
+        _sum,
+        description="Add.",
+        return_direct=True,
+        extras={"cache_control": {"type": "ephemeral"}},
+        metadata={"owner": "search-team"},
+    )
+    assert tool.return_direct is True
+    assert tool.extras == {"cache_control": {"type": "ephemeral"}}
+    assert tool.metadata == {"owner": "search-team"}
+
+
+def test_bad_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="args_schema must be"):
+        StructuredTool(name="x", func=_sum, args_schema=int)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="handle_tool_error must be"):
+        StructuredTool(name="x", func=_sum, handle_tool_error=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="name is empty"):
+        StructuredTool(name=" ", func=_sum)
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        StructuredTool(name="x", func=_sum, retrun_direct=True)  # type: ignore[call-arg]
+
+
+def test_json_schema_dict_args_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+
+    def forecast(city: str, days: int = 1) -> str:
+        return f"{city}:{days}"
+
+    tool = StructuredTool.from_function(forecast, description="Weather.", args_schema=schema)
+    assert tool.tool_call_schema == {**schema, "description": "Weather."}
+    assert tool.args == schema["properties"]
+    assert tool.invoke({"city": "Oslo", "days": 2}) == "Oslo:2"
+    with pytest.raises(jsonschema.ValidationError):
+        tool.invoke({"city": "Oslo", "days": 0})
+    tool.handle_validation_error = "Bad arguments."
+    message = tool.invoke(make_tool_call("forecast", {"days": 2}))
+    assert (message.content, message.status) == ("Bad arguments.", "error")
+
+
+def test_batch_keeps_order_and_can_return_exceptions() -> None:
+    tool = Multiply()
+    assert tool.batch([{"a": i} for i in range(7)], {"max_concurrency": 3}) == [
+        0,
+        2,
+        4,
+        6,
+        8,
+        10,
+        12,
+    ]
+    results = tool.batch([{"a": 1}, {"a": "x"}], return_exceptions=True)
+    assert results[0] == 2
+    assert isinstance(results[1], ValidationError)
+    with pytest.raises(ValidationError):
+        tool.batch([{"a": 1}, {"a": "x"}])
+    calls = [make_tool_call("multiply", {"a": i}, id=f"c{i}") for i in range(3)]
+    assert [m.tool_call_id for m in tool.batch(calls)] == ["c0", "c1", "c2"]
+
+
+def test_abatch_keeps_order() -> None:
+    tool = Multiply()
+    assert asyncio.run(tool.abatch([{"a": 3}, {"a": 1}, {"a": 2}], {"max_concurrency": 2})) == [
+        6,
+        2,
+        4,
+    ]
+    results = asyncio.run(tool.abatch([{"a": "x"}, {"a": 1}], return_exceptions=True))
+    assert isinstance(results[0], ValidationError)
+    assert results[1] == 2
+
+
+def test_default_arun_runs_in_a_thread_without_blocking_the_loop() -> None:
+    released = threading.Event()
+
+    class Waiter(BaseTool):
+        name: str = "waiter"
+
+        def _run(self) -> bool:  # type: ignore[override]
+            # Only returns True if the event loop kept running while this thread waited.
+            return released.wait(timeout=30)
+
+    async def main() -> bool:
+        task = asyncio.create_task(Waiter().ainvoke({}))
+        await asyncio.sleep(0)
+        released.set()
+        return bool(await task)
+
+    assert asyncio.run(main()) is True
+
+
+def test_simple_tool_single_input() -> None:
+    tool = Tool(name="shout", func=str.upper, description="Upper-case text.")
+    assert tool.invoke("hi") == "HI"
+    assert tool.invoke({"anything": "hi"}) == "HI"
+    assert tool.args == {
+        "tool_input": {
+            "description": "The input of the tool.",
+            "title": "Tool Input",
+            "type": "string",
+        }
+    }
+    assert asyncio.run(tool.ainvoke("yo")) == "YO"
+
+
+def test_simple_tool_rejects_two_arguments() -> None:
+    tool = Tool(name="shout", func=str.upper, description="Upper-case text.")
+    with pytest.raises(ToolException, match="StructuredTool"):
+        tool.invoke({"a": "x", "b": "y"})
+    tool.handle_tool_error = True
+    message = tool.invoke(make_tool_call("shout", {"a": "x", "b": "y"}))
+    assert message.status == "error"
+    assert "StructuredTool" in message.content
+    with pytest.raises(ToolException, match=r"needs \['a', 'b'\].*StructuredTool"):
+        Tool(name="add", func=_sum, description="Add.")
+
+
+def test_simple_tool_from_function_with_coroutine_only() -> None:
+    async def echo(text: str) -> str:
+        return text * 2
+
+    tool = Tool.from_function(None, name="echo", description="Echo.", coroutine=echo)
+    assert tool.invoke("ab") == "abab"
+    assert asyncio.run(tool.ainvoke("ab")) == "abab"
