@@ -31,6 +31,14 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20
+_SELF = "manifest_sha256"
+
+
+def _self_digest(manifest: Mapping[str, Any]) -> str:
+    """SHA-256 of the manifest's canonical JSON without its own digest field."""
+    body = {key: value for key, value in manifest.items() if key != _SELF}
+    canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def sha256_file(path: str | Path) -> str:
@@ -97,22 +105,32 @@ def write_manifest(
     version: int,
     files: Iterable[str],
     data: Mapping[str, Any],
+    sealed: bool = False,
 ) -> dict[str, Any]:
     """Write ``directory/name`` recording the format, version, data and file checksums.
 
-    The data files must already be written (and fsynced) in ``directory``.
+    The data files must already be written (and fsynced) in ``directory``. ``sealed`` adds
+    a SHA-256 of the manifest itself, for a top-level manifest that nothing else checksums.
     """
     directory = Path(directory)
     manifest = dict(data)
     manifest["format"] = fmt
     manifest["format_version"] = version
     manifest["files"] = {f: sha256_file(directory / f) for f in sorted(files)}
+    if sealed:
+        manifest[_SELF] = _self_digest(manifest)
     write_json(directory / name, manifest)
     return manifest
 
 
 def read_manifest(
-    directory: str | Path, name: str, *, fmt: str, version: int, verify: bool = True
+    directory: str | Path,
+    name: str,
+    *,
+    fmt: str,
+    version: int,
+    verify: bool = True,
+    sealed: bool = False,
 ) -> dict[str, Any]:
     """Read and check a manifest written by :func:`write_manifest`.
 
@@ -135,6 +153,9 @@ def read_manifest(
             "upgrade the package or rebuild the index"
         )
         raise IndexVersionError(path, msg)
+    if sealed and manifest.get(_SELF) != _self_digest(manifest):
+        msg = "checksum mismatch: the manifest is corrupt or was modified"
+        raise IndexLoadError(path, msg)
     files = manifest.get("files")
     if not isinstance(files, dict):
         raise IndexLoadError(path, "manifest lists no files")

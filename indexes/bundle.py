@@ -201,7 +201,9 @@ class Index:
 
     @classmethod
     def _load(cls, root: Path, directory: Path, *, mmap: bool, embedder: Embedder | None) -> Index:
-        manifest = read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION)
+        manifest = read_manifest(
+            directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True
+        )
         try:
             settings = IndexSettings.model_validate(manifest["settings"])
         except (KeyError, ValueError) as exc:
@@ -299,7 +301,13 @@ class Index:
             "meta": self.meta,
         }
         self.manifest = write_manifest(
-            directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, files=files, data=data
+            directory,
+            MANIFEST,
+            fmt=FORMAT,
+            version=FORMAT_VERSION,
+            files=files,
+            data=data,
+            sealed=True,
         )
 
     def _embedder_info(self) -> dict[str, Any] | None:

@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 POINTER = "CURRENT"
 VERSIONS = "versions"
 _NAME = re.compile(r"^v-(\d{6,})$")
+_OURS = {VERSIONS, "cache", ".lock"}
+"""Entries a half-built index may already hold (the embedding cache is written first)."""
 
 
 def is_index_root(root: str | Path) -> bool:
@@ -105,7 +107,8 @@ def write_version(root: str | Path, writer: Callable[[Path], None], *, keep: int
     if root.exists() and not root.is_dir():
         msg = f"{root}: exists and is not a directory; choose another --out"
         raise ConfigError(msg)
-    if root.is_dir() and any(root.iterdir()) and not is_index_root(root):
+    foreign = [p.name for p in root.iterdir() if p.name not in _OURS] if root.is_dir() else []
+    if foreign and not is_index_root(root):
         msg = f"{root}: directory is not empty and is not an index; refusing to write into it"
         raise ConfigError(msg)
     versions = root / VERSIONS
