@@ -1,0 +1,471 @@
+"""Serve built indexes as retriever tools over the Model Context Protocol (MCP).
+
+``rag serve INDEX...`` (or :func:`serve`) hands indexes to any MCP host (Claude Desktop, an
+IDE agent, ...) with the same results as the Python tool layer:
+
+* one tool per index (``search_<dirname>`` unless named) whose input schema is exactly
+  ``RetrieverInput.model_json_schema()``. A call returns the retriever tool's *content* (hits
+  with citations) as text and its *artifact* as structured content
+  ``{"hits": [hit.model_dump(mode="json"), ...]}``, declared by an output schema;
+* a ``list_indexes`` tool and a ``rag://index/<tool name>`` resource per index giving what
+  ``rag info`` prints (:meth:`Index.info`).
+
+Choices: the SDK's low-level ``Server`` (mcp 2.x), because ``MCPServer`` derives schemas from
+Python signatures while ours is fixed and the tools exist only once the indexes are open.
+Read-only: each index is opened once at start and no handler takes a path, so nothing but the
+given indexes (and, for a vector half, the embedding model) is ever read, and nothing written.
+Mistakes a model can fix (missing, extra or too-long arguments, a ``ToolInputError``) come
+back as results with ``isError`` and a message saying what to change; an unknown tool or
+resource is a JSON-RPC error; no request stops the server. Streamable HTTP listens on
+loopback only (no authentication), with the SDK's DNS-rebinding protection. Over stdio,
+stdout carries only the protocol: indexes open with ``sys.stdout`` sent to stderr, and while
+serving the SDK points file descriptor 1 at stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from parsers._optional import require
+from parsers.errors import ConfigError, RetrievalError
+from retrieval.hit import Hit
+
+if TYPE_CHECKING:
+    from mcp import types as mt
+    from mcp.server import Server, ServerRequestContext
+
+    from indexes.bundle import Index
+    from retrieval.tools.base import BaseTool
+
+__all__ = ["DEFAULT_K", "LIST_TOOL", "RESOURCE_PREFIX", "build_server", "http_url", "serve"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_K = 5
+"""Hits per call: the ``rag search`` default; the tool's content budget bounds the text."""
+LIST_TOOL = "list_indexes"
+"""Name of the tool describing every served index (reserved: no index may take it)."""
+RESOURCE_PREFIX = "rag://index/"
+"""Resource URI prefix; the index's tool name follows it."""
+_MAX_NAME = 64  # the longest tool name the major model APIs accept
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_INVALID_PARAMS = -32602  # JSON-RPC "invalid params": MCP's code for an unknown tool
+_RESOURCE_NOT_FOUND = -32002  # MCP's code for an unknown resource URI
+_LOOPBACK_NAMES = ("localhost",)
+
+
+class _SearchOutput(BaseModel):
+    """The structured content of a search call (its JSON schema is the output schema)."""
+
+    hits: list[Hit]
+
+
+@dataclass(frozen=True)
+class _Served:
+    """One index as served: its tool, the tool's name and description, its info."""
+
+    name: str
+    description: str
+    info: dict[str, Any]
+    tool: BaseTool
+
+
+# --------------------------------------------------------------------------- naming
+
+
+def _default_name(path: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", path.name).strip("_") or "index"
+    return f"search_{stem}"[:_MAX_NAME]
+
+
+def _tool_names(paths: Sequence[Path], names: Sequence[str] | None) -> list[str]:
+    """Given names first (validated, unique); defaults fill the rest, suffixed if taken."""
+    given = list(names or [])
+    if len(given) > len(paths):
+        msg = f"got {len(given)} names for {len(paths)} indexes; give at most one name per index"
+        raise ConfigError(msg)
+    for name in given:
+        if not _NAME_RE.match(name):
+            msg = f"invalid tool name {name!r}: use 1-{_MAX_NAME} characters of [A-Za-z0-9_-]"
+            raise ConfigError(msg)
+        if name == LIST_TOOL:
+            msg = f"tool name {LIST_TOOL!r} is reserved for the index listing; pick another"
+            raise ConfigError(msg)
+    duplicates = sorted({name for name in given if given.count(name) > 1})
+    if duplicates:
+        msg = f"duplicate tool names {duplicates}; give every index its own --name"
+        raise ConfigError(msg)
+    result = list(given)
+    taken = {*given, LIST_TOOL}
+    for path in paths[len(given) :]:
+        base = _default_name(path)
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            suffix = f"_{n}"
+            name = base[: _MAX_NAME - len(suffix)] + suffix
+        taken.add(name)
+        result.append(name)
+    return result
+
+
+def _default_description(path: Path, index: Index) -> str:
+    files = sorted({Path(f).name for f in index.fingerprints})
+    shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
+    counts = index.manifest.get("counts") or {}
+    halves = (("keyword", index.bm25), ("vector", index.vector))
+    kinds = [half for half, part in halves if part is not None]
+    return (
+        f"Search the '{path.name}' index ({counts.get('chunks', len(index.chunks))} passages"
+        f"{' from ' + shown if shown else ''}; {' + '.join(kinds)} search). Returns the most "
+        "relevant passages, each with a citation (source file, page). Input: a natural-language "
+        "query."
+    )
+
+
+# --------------------------------------------------------------------------- opening
+
+
+def _open_all(
+    index_paths: Sequence[str | Path],
+    names: Sequence[str] | None,
+    descriptions: Sequence[str] | None,
+) -> list[_Served]:
+    from indexes.bundle import Index
+    from retrieval.hybrid import HybridRetriever
+    from retrieval.tools.retriever_tool import create_retriever_tool
+
+    paths = [Path(p).expanduser().resolve() for p in index_paths]
+    if not paths:
+        msg = "no index given; pass at least one index directory (built with `rag build`)"
+        raise ConfigError(msg)
+    if len(set(paths)) != len(paths):
+        msg = f"an index is given twice in {[str(p) for p in paths]}; give each index once"
+        raise ConfigError(msg)
+    texts = list(descriptions or [])
+    if len(texts) > len(paths):
+        msg = f"got {len(texts)} descriptions for {len(paths)} indexes; give at most one each"
+        raise ConfigError(msg)
+    tool_names = _tool_names(paths, names)
+    served = []
+    for i, (path, name) in enumerate(zip(paths, tool_names, strict=True)):
+        index = Index.open(path)
+        if index.vector is not None:  # load the model now: a slow or failing first call is worse
+            index.embedder.embed_query("warm-up")
+        retriever = HybridRetriever.from_index(index, k=DEFAULT_K)
+        description = texts[i] if i < len(texts) else _default_description(path, index)
+        tool = create_retriever_tool(retriever, name, description)
+        served.append(_Served(name, description, _json_safe(index.info()), tool))
+        logger.info("serving %s as tool %r (%d chunks)", path, name, len(index))
+    return served
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    safe: dict[str, Any] = json.loads(json.dumps(value, ensure_ascii=False, default=str))
+    return safe
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+def _argument_error(name: str, exc: ValidationError, schema: dict[str, Any]) -> str:
+    details = "; ".join(
+        f"{'.'.join(str(part) for part in err['loc']) or 'arguments'}: {err['msg']}"
+        for err in exc.errors()
+    )
+    bound = schema.get("properties", {}).get("query", {}).get("maxLength")
+    expected = f"1-{bound}" if bound else "at least 1"
+    return (
+        f"invalid arguments for tool {name!r}: {details}. "
+        f'Call it with exactly {{"query": "<search text, {expected} characters>"}}.'
+    )
+
+
+def _result(text: str, structured: dict[str, Any] | None = None) -> mt.CallToolResult:
+    from mcp import types as mt
+
+    content: list[mt.ContentBlock] = [mt.TextContent(text=text)]
+    if structured is None:
+        return mt.CallToolResult(content=content, is_error=True)
+    return mt.CallToolResult(content=content, structured_content=structured)
+
+
+async def _search(entry: _Served, arguments: dict[str, Any]) -> mt.CallToolResult:
+    from retrieval.tools.messages import make_tool_call
+    from retrieval.tools.retriever_tool import RetrieverInput
+
+    try:
+        valid = RetrieverInput.model_validate(arguments)
+    except ValidationError as exc:
+        logger.info("tool %r rejected arguments: %s", entry.name, exc.errors())
+        return _result(_argument_error(entry.name, exc, RetrieverInput.model_json_schema()))
+    try:
+        output = await entry.tool.aexecute(make_tool_call(entry.name, valid.model_dump()))
+    except RetrievalError as exc:
+        logger.info("tool %r failed: %s", entry.name, exc)
+        return _result(f"{entry.name} failed: {exc}")
+    except Exception as exc:  # a bug: report it to the client and keep serving
+        logger.exception("tool %r raised", entry.name)
+        return _result(f"{entry.name} failed with an internal error ({type(exc).__name__})")
+    content = output.content
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    if output.status == "error":
+        return _result(text)
+    return _result(text, {"hits": [hit.model_dump(mode="json") for hit in output.artifact or []]})
+
+
+def _tools(entries: Sequence[_Served]) -> list[mt.Tool]:
+    from mcp import types as mt
+
+    from retrieval.tools.retriever_tool import RetrieverInput
+
+    read_only = mt.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    output_schema = _SearchOutput.model_json_schema(mode="serialization")
+    tools = [
+        mt.Tool(
+            name=e.name,
+            description=e.description,
+            input_schema=RetrieverInput.model_json_schema(),
+            output_schema=output_schema,
+            annotations=read_only,
+        )
+        for e in entries
+    ]
+    listing = mt.Tool(
+        name=LIST_TOOL,
+        description=(
+            "List the indexes this server searches: for each, its search tool's name, "
+            "description, sources, chunk counts and build settings (what `rag info` prints)."
+        ),
+        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        output_schema={
+            "type": "object",
+            "properties": {"indexes": {"type": "array", "items": {"type": "object"}}},
+            "required": ["indexes"],
+        },
+        annotations=read_only,
+    )
+    return [*tools, listing]
+
+
+def _make_server(entries: Sequence[_Served], version: str) -> Server[Any]:
+    from mcp import types as mt
+    from mcp.server import Server
+    from mcp.shared.exceptions import MCPError
+
+    by_name = {e.name: e for e in entries}
+    tools = _tools(entries)
+    listing = {
+        "indexes": [
+            {"tool": e.name, "description": e.description, "uri": RESOURCE_PREFIX + e.name}
+            | {"info": e.info}
+            for e in entries
+        ]
+    }
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        return mt.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        arguments = params.arguments or {}
+        if params.name == LIST_TOOL:
+            if arguments:
+                return _result(f"{LIST_TOOL} takes no arguments, got {sorted(arguments)}")
+            return _result(json.dumps(listing, ensure_ascii=False, indent=2), listing)
+        entry = by_name.get(params.name)
+        if entry is None:
+            known = ", ".join([*by_name, LIST_TOOL])
+            msg = f"unknown tool {params.name!r}; this server has: {known}"
+            raise MCPError(code=_INVALID_PARAMS, message=msg)
+        return await _search(entry, arguments)
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        resources = [
+            mt.Resource(
+                uri=RESOURCE_PREFIX + e.name,
+                name=e.name,
+                description=f"What `rag info` prints for the index behind tool {e.name!r}",
+                mime_type="application/json",
+            )
+            for e in entries
+        ]
+        return mt.ListResourcesResult(resources=resources)
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: mt.ReadResourceRequestParams
+    ) -> mt.ReadResourceResult:
+        uri = str(params.uri)
+        entry = by_name.get(uri[len(RESOURCE_PREFIX) :] if uri.startswith(RESOURCE_PREFIX) else "")
+        if entry is None:
+            msg = f"unknown resource {uri!r}; this server has {RESOURCE_PREFIX}<tool name> for: "
+            raise MCPError(code=_RESOURCE_NOT_FOUND, message=msg + ", ".join(by_name))
+        text = json.dumps(entry.info, ensure_ascii=False, indent=2)
+        contents: list[mt.TextResourceContents | mt.BlobResourceContents] = [
+            mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
+        ]
+        return mt.ReadResourceResult(contents=contents)
+
+    return Server(
+        "ragtools",
+        version=version,
+        instructions=(
+            f"Retriever tools over local document indexes ({', '.join(by_name)}). Call a search "
+            f'tool with {{"query": "..."}} and cite the sources shown with each passage; '
+            f"{LIST_TOOL} describes every index."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def build_server(
+    index_paths: Sequence[str | Path],
+    *,
+    names: Sequence[str] | None = None,
+    descriptions: Sequence[str] | None = None,
+) -> Server[Any]:
+    """Open the indexes and return an MCP low-level ``mcp.server.Server`` serving them.
+
+    Args:
+        index_paths: index directories built with ``rag build`` / :meth:`Index.build`.
+        names: tool names, matched to ``index_paths`` in order (the rest default to
+            ``search_<dirname>``); 1-64 characters of ``[A-Za-z0-9_-]``.
+        descriptions: tool descriptions, matched in order (default: one naming the index,
+            its source files and counts).
+
+    Returns:
+        The SDK server; run it with a transport (as :func:`serve` does), or connect to it
+        in-process with ``mcp.Client(server)``.
+
+    Raises:
+        ConfigError: no index, an index given twice, too many names or descriptions, an
+            invalid, reserved or duplicate name.
+        IndexLoadError: an index is missing or damaged (the file is named).
+        MissingDependencyError: the ``mcp`` package is not installed.
+
+    Example:
+        >>> server = build_server(["my-index"], names=["search_docs"])  # doctest: +SKIP
+    """
+    require("mcp", "mcp")
+    from importlib.metadata import PackageNotFoundError, version
+
+    with contextlib.redirect_stdout(sys.stderr):  # stdout may be the stdio wire
+        entries = _open_all(index_paths, names, descriptions)
+    try:
+        package_version = version("ragtools")
+    except PackageNotFoundError:
+        package_version = "0+unknown"
+    return _make_server(entries, package_version)
+
+
+def http_url(host: str, port: int) -> str:
+    """The Streamable HTTP endpoint for ``host``/``port``, after checking both.
+
+    Raises:
+        ConfigError: ``host`` is not a loopback address or ``port`` is not in 1-65535.
+    """
+    try:
+        loopback = host in _LOOPBACK_NAMES or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        msg = (
+            f"refusing to serve on {host!r}: the MCP server has no authentication and listens "
+            "on loopback only; use 127.0.0.1, ::1 or localhost"
+        )
+        raise ConfigError(msg)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        msg = f"port must be an integer in 1-65535, got {port!r}"
+        raise ConfigError(msg)
+    return f"http://{_bracketed(host)}:{port}/mcp"
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def serve(
+    index_paths: Sequence[str | Path],
+    *,
+    names: Sequence[str] | None = None,
+    descriptions: Sequence[str] | None = None,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+) -> None:
+    """Serve the indexes over MCP until the client disconnects (stdio) or interrupted (http).
+
+    Args:
+        index_paths: index directories (see :func:`build_server`).
+        names: tool names matched to the indexes in order.
+        descriptions: tool descriptions matched to the indexes in order.
+        transport: ``"stdio"`` (launched by an MCP host; stdout carries only the protocol)
+            or ``"http"`` (Streamable HTTP at ``http://host:port/mcp``).
+        host: loopback address for ``"http"``.
+        port: TCP port for ``"http"``.
+
+    Raises:
+        ConfigError: an unknown transport, a non-loopback host, a bad port, or any
+            :func:`build_server` argument error.
+        IndexLoadError: an index is missing or damaged.
+    """
+    if transport not in ("stdio", "http"):
+        msg = f"unknown transport {transport!r}; use 'stdio' or 'http'"
+        raise ConfigError(msg)
+    if transport == "http":
+        http_url(host, port)
+    server = build_server(index_paths, names=names, descriptions=descriptions)
+    if transport == "stdio":
+        _run_stdio(server)
+    else:
+        _run_http(server, host, port)
+
+
+def _run_stdio(server: Server[Any]) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+def _run_http(server: Server[Any], host: str, port: int) -> None:
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = list(dict.fromkeys(["127.0.0.1", "localhost", "[::1]", _bracketed(host)]))
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts],
+    )
+    app = server.streamable_http_app(host=host, transport_security=security)
+    logger.info("serving MCP over Streamable HTTP at %s", http_url(host, port))
+    # log_config=None: uvicorn logs through the handlers the caller set up (stderr), never stdout.
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level="warning")
+    uvicorn.Server(config).run()

@@ -1,0 +1,388 @@
+"""The MCP server: ``rag serve`` in a subprocess, driven by the MCP SDK's own client.
+
+Oracle: the same retriever tool run in-process (``create_retriever_tool`` over
+``HybridRetriever.from_index``), so the server must give exactly the content and the hits
+the Python API gives. Indexes are keyword-only (fast, no model) except one slow test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from indexes.bundle import Index
+from parsers.errors import ConfigError, MissingDependencyError
+from retrieval.hit import Hit
+from retrieval.hybrid import HybridRetriever
+from retrieval.integrations.mcp import LIST_TOOL, build_server, http_url, serve
+from retrieval.tools.retriever_tool import MAX_QUERY_CHARS, RetrieverInput, create_retriever_tool
+
+RAG = Path(sys.executable).with_name("rag")
+ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("mcp-docs")
+    (root / "bees.txt").write_text(
+        "Honey bees communicate the direction of flowers with a waggle dance.", encoding="utf-8"
+    )
+    (root / "tides.md").write_text(
+        "# Tides\n\nThe moon's gravity raises tides in the oceans twice a day.", encoding="utf-8"
+    )
+    (root / "volcano.txt").write_text(
+        "Volcanoes erupt when magma rises through cracks in the crust of the earth.",
+        encoding="utf-8",
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def index_path(docs: Path, pdf_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Keyword-only index over three text files and a one-page PDF (for page citations)."""
+    out = tmp_path_factory.mktemp("mcp-kw") / "docs index"
+    Index.build([docs, pdf_dir / "google-doc-document.pdf"], out, vector=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def other_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("mcp-other")
+    (root / "notes.txt").write_text("Granite is an igneous rock rich in quartz.", encoding="utf-8")
+    out = tmp_path_factory.mktemp("mcp-kw2") / "geology"
+    Index.build([root], out, vector=False)
+    return out
+
+
+def expected(index_path: Path, query: str) -> tuple[str, list[dict[str, Any]]]:
+    """What the in-process retriever tool returns: (content, hits as JSON)."""
+    retriever = HybridRetriever.from_index(Index.open(index_path), k=5)
+    tool = create_retriever_tool(retriever, "search_docs", "Search the docs.")
+    call = {"name": "search_docs", "args": {"query": query}, "id": "1", "type": "tool_call"}
+    message = tool.invoke(call)
+    return message.content, [hit.model_dump(mode="json") for hit in message.artifact]
+
+
+def stdio_client(*args: str) -> Client:
+    params = StdioServerParameters(command=str(RAG), args=["serve", *args], env=ENV)
+    return Client(params, read_timeout_seconds=120)
+
+
+def run(factory: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(asyncio.wait_for(factory(), timeout=300))
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+# --------------------------------------------------------------------------- stdio
+
+
+def test_tools_schema_content_and_hits_over_stdio(index_path: Path, other_index: Path) -> None:
+    query = "beautiful is better than ugly"
+
+    async def session() -> tuple[Any, Any, Any]:
+        async with stdio_client(str(index_path), str(other_index), "--name", "docs") as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("docs", {"query": query})
+            listing = await client.call_tool(LIST_TOOL, {})
+            return tools, result, listing
+
+    tools, result, listing = run(session)
+    by_name = {tool.name: tool for tool in tools.tools}
+    assert set(by_name) == {"docs", "search_geology", LIST_TOOL}
+    for name in ("docs", "search_geology"):
+        assert by_name[name].input_schema == RetrieverInput.model_json_schema()
+        assert by_name[name].output_schema["required"] == ["hits"]
+    assert "notes.txt" in by_name["search_geology"].description  # default names the sources
+
+    content, hits = expected(index_path, query)
+    assert not result.is_error
+    assert text_of(result) == content
+    assert result.structured_content == {"hits": hits}
+    first = Hit.model_validate(result.structured_content["hits"][0])
+    assert first.rank == 1 and first.score > 0 and "bm25" in first.scores
+    assert first.chunk.source.endswith("google-doc-document.pdf")
+    assert "google-doc-document.pdf, page 1" in text_of(result).splitlines()[0]
+
+    described = listing.structured_content["indexes"]
+    assert [entry["tool"] for entry in described] == ["docs", "search_geology"]
+    info = json.loads(json.dumps(Index.open(index_path).info(), default=str))
+    assert described[0]["info"] == info
+    assert described[0]["info"]["counts"]["files"] == 4
+
+
+def test_bad_arguments_are_tool_errors_and_the_server_stays_up(index_path: Path) -> None:
+    bad_calls = {
+        "missing": {},
+        "extra": {"query": "bees", "k": 3},
+        "too long": {"query": "x" * (MAX_QUERY_CHARS + 1)},
+        "blank": {"query": "   "},
+        "not a string": {"query": ["bees"]},
+    }
+
+    async def session() -> tuple[dict[str, Any], MCPError, list[Any]]:
+        results, good = {}, []
+        async with stdio_client(str(index_path), "--name", "docs") as client:
+            for label, arguments in bad_calls.items():
+                results[label] = await client.call_tool("docs", arguments)
+                good.append(await client.call_tool("docs", {"query": "waggle dance"}))
+            try:
+                await client.call_tool("no_such_tool", {"query": "bees"})
+            except MCPError as exc:
+                unknown = exc
+            good.append(await client.call_tool("docs", {"query": "waggle dance"}))
+        return results, unknown, good
+
+    results, unknown, good = run(session)
+    assert all(result.is_error for result in results.values())
+    assert "query: Field required" in text_of(results["missing"])
+    assert "k: Extra inputs are not permitted" in text_of(results["extra"])
+    too_long = text_of(results["too long"])
+    assert f"at most {MAX_QUERY_CHARS} characters" in too_long
+    assert f'"<search text, 1-{MAX_QUERY_CHARS} characters>"' in too_long
+    assert "at least 1 character" in text_of(results["blank"])
+    assert "query: Input should be a valid string" in text_of(results["not a string"])
+    assert unknown.code == -32602 and "no_such_tool" in unknown.message
+    assert "docs" in unknown.message  # names the tools that exist
+    for result in good:
+        assert not result.is_error
+        assert result.structured_content["hits"][0]["chunk"]["metadata"]["source"].endswith(
+            "bees.txt"
+        )
+
+
+def test_fifty_calls_from_five_concurrent_clients(index_path: Path) -> None:
+    queries = ["waggle dance", "moon gravity tides", "magma crust", "beautiful ugly", "bees"]
+    oracle = {query: expected(index_path, query) for query in queries}
+
+    async def one_client(n: int) -> list[tuple[str, Any]]:
+        async with stdio_client(str(index_path), "--name", "docs") as client:
+            calls = [queries[(n + i) % len(queries)] for i in range(10)]
+            results = await asyncio.gather(
+                *(client.call_tool("docs", {"query": query}) for query in calls)
+            )
+            return list(zip(calls, results, strict=True))
+
+    async def all_clients() -> list[list[tuple[str, Any]]]:
+        return await asyncio.gather(*(one_client(n) for n in range(5)))
+
+    outcomes = [pair for client in run(all_clients) for pair in client]
+    assert len(outcomes) == 50
+    for query, result in outcomes:
+        content, hits = oracle[query]
+        assert not result.is_error
+        assert text_of(result) == content
+        assert result.structured_content == {"hits": hits}
+
+
+def test_stdout_carries_only_protocol_messages(index_path: Path) -> None:
+    """Raw JSON-RPC over the pipe: every stdout line is a JSON-RPC message, logs go to stderr."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "docs", "arguments": {"query": "tides"}}},
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [str(RAG), "--verbose", "serve", str(index_path), "--name", "docs"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **ENV},
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+    proc.stdin.flush()
+    replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    rest, stderr = proc.communicate(timeout=60)  # closing stdin ends the session
+    assert proc.returncode == 0, stderr
+    assert rest == ""
+    assert [reply["id"] for reply in replies] == [1, 2]
+    assert replies[0]["result"]["serverInfo"]["name"] == "ragtools"
+    assert "tides.md" in replies[1]["result"]["content"][0]["text"]
+    assert "serving" in stderr  # --verbose logging went to stderr
+
+
+def test_a_missing_index_fails_with_one_line_and_silent_stdout(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    proc = subprocess.run(
+        [str(RAG), "serve", str(missing)], capture_output=True, text=True, timeout=120,
+        env={**os.environ, **ENV}, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert str(missing) in proc.stderr and proc.stderr.startswith("rag: error:")
+
+
+# --------------------------------------------------------------------------- in process
+
+
+def test_resources_and_default_names_in_process(index_path: Path) -> None:
+    server = build_server([index_path], descriptions=["Project docs."])
+
+    async def session() -> tuple[Any, Any, Any, MCPError]:
+        async with Client(server) as client:
+            tools = await client.list_tools()
+            resources = await client.list_resources()
+            read = await client.read_resource(resources.resources[0].uri)
+            try:
+                await client.read_resource("rag://index/elsewhere")
+            except MCPError as exc:
+                missing = exc
+        return tools, resources, read, missing
+
+    tools, resources, read, missing = run(session)
+    search = tools.tools[0]
+    assert search.name == "search_docs_index"  # "docs index" sanitised
+    assert search.description == "Project docs."
+    assert search.annotations.read_only_hint is True
+    assert [r.uri for r in resources.resources] == ["rag://index/search_docs_index"]
+    info = json.loads(read.contents[0].text)
+    assert info == json.loads(json.dumps(Index.open(index_path).info(), default=str))
+    assert "elsewhere" in missing.message
+
+
+def test_name_and_description_errors(index_path: Path, other_index: Path) -> None:
+    with pytest.raises(ConfigError, match="invalid tool name 'bad name'"):
+        build_server([index_path], names=["bad name"])
+    with pytest.raises(ConfigError, match="got 2 names for 1 indexes"):
+        build_server([index_path], names=["a", "b"])
+    with pytest.raises(ConfigError, match="got 2 descriptions for 1 indexes"):
+        build_server([index_path], descriptions=["a", "b"])
+    with pytest.raises(ConfigError, match="duplicate tool names"):
+        build_server([index_path, other_index], names=["same", "same"])
+    with pytest.raises(ConfigError, match="reserved"):
+        build_server([index_path], names=[LIST_TOOL])
+    with pytest.raises(ConfigError, match="given twice"):
+        build_server([index_path, index_path])
+    with pytest.raises(ConfigError, match="no index given"):
+        build_server([])
+
+
+def test_missing_mcp_package_names_the_extra(
+    index_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    with pytest.raises(MissingDependencyError, match=r"ragtools\[mcp\]"):
+        build_server([index_path])
+
+
+def test_default_names_that_clash_get_a_suffix(index_path: Path, tmp_path: Path) -> None:
+    server = build_server([index_path, twin_of(tmp_path)])
+
+    async def names() -> list[str]:
+        async with Client(server) as client:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+    assert run(names) == ["search_docs_index", "search_docs_index_2", LIST_TOOL]
+
+
+def twin_of(tmp_path: Path) -> Path:
+    """A second index whose directory name sanitises to the same tool name."""
+    root = tmp_path / "src"
+    root.mkdir()
+    (root / "a.txt").write_text("A twin index about honey.", encoding="utf-8")
+    out = tmp_path / "docs_index"
+    Index.build([root], out, vector=False)
+    return out
+
+
+# --------------------------------------------------------------------------- http
+
+
+def test_non_loopback_hosts_are_refused(index_path: Path) -> None:
+    for host in ("0.0.0.0", "192.168.1.10", "example.com", "::"):
+        with pytest.raises(ConfigError, match="loopback only"):
+            serve([index_path], transport="http", host=host)
+    assert http_url("::1", 9000) == "http://[::1]:9000/mcp"
+    with pytest.raises(ConfigError, match="port"):
+        http_url("127.0.0.1", 70000)
+    proc = subprocess.run(
+        [str(RAG), "serve", str(index_path), "--http", "--host", "0.0.0.0"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **ENV}, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "refusing to serve on '0.0.0.0'" in proc.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def http_server(index_path: Path) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [str(RAG), "serve", str(index_path), "--name", "docs", "--http", "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **ENV},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "rag serve --http did not start"
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    assert out == b""  # nothing on stdout, even over HTTP
+    assert f"serving MCP at http://127.0.0.1:{port}/mcp" in err.decode()
+
+
+def test_streamable_http_on_loopback(http_server: str, index_path: Path) -> None:
+    async def session() -> tuple[Any, Any]:
+        async with Client(http_server, read_timeout_seconds=120) as client:
+            tools = await client.list_tools()
+            return tools, await client.call_tool("docs", {"query": "magma crust"})
+
+    tools, result = run(session)
+    assert [tool.name for tool in tools.tools] == ["docs", LIST_TOOL]
+    content, hits = expected(index_path, "magma crust")
+    assert text_of(result) == content and result.structured_content == {"hits": hits}
+
+
+# --------------------------------------------------------------------------- real model
+
+
+@pytest.mark.slow
+def test_full_hybrid_index_with_the_default_model(docs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "full"
+    Index.build([docs], out)
+    query = "how do bees tell where flowers are"
+
+    async def session() -> Any:
+        async with stdio_client(str(out), "--name", "docs") as client:
+            return await client.call_tool("docs", {"query": query})
+
+    result = run(session)
+    assert not result.is_error
+    top = result.structured_content["hits"][0]
+    assert top["chunk"]["metadata"]["source"].endswith("bees.txt")
+    assert {"bm25", "vector", "fused"} <= set(top["scores"])
+    assert result.structured_content == {"hits": expected(out, query)[1]}
