@@ -259,7 +259,8 @@ class Index:
         rows = np.arange(len(chunks), dtype=np.int64)
         if self.settings.keyword:
             tokenizer = Tokenizer.from_dict(self.settings.tokenizer)
-            self.bm25 = BM25Index(tokenizer, **self.settings.bm25)
+            bm25_params: dict[str, Any] = dict(self.settings.bm25)
+            self.bm25 = BM25Index(tokenizer, **bm25_params)
             self.bm25.add(texts)
         if self.settings.vector:
             vectors = self.embedder.embed_documents(texts)

@@ -12,6 +12,7 @@ import logging
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from indexes.bundle import Index
 from parsers.errors import ConfigError, RetrievalError
@@ -42,7 +43,7 @@ def make_retriever(index: Index, mode: str, k: int) -> BaseRetriever:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    options: dict[str, object] = {"vector": not args.no_vector}
+    options: dict[str, Any] = {"vector": not args.no_vector}
     if args.chunk_size is not None:
         options["chunk_size"] = args.chunk_size
     if args.chunk_overlap is not None:
