@@ -1,6 +1,9 @@
 """File → Document → Chunk.
 
-Parsers import nothing else of this project; ``indexes`` and ``retrieval`` build on them.
+``load`` parses one file, ``load_dir`` a tree (in parallel, never stopping on a bad file),
+``split`` cuts documents into chunks that are exact spans of their text, and
+``register_parser`` adds a format. Parsers import nothing else of this project; ``indexes``
+and ``retrieval`` build on them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from parsers.errors import (
     RetrievalError,
     ToolInputError,
 )
+from parsers.loading import FileError, LoadResult, load, load_dir
+from parsers.registry import register_parser
+from parsers.splitting import split
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
@@ -28,13 +34,19 @@ __all__ = [
     "ConfigError",
     "DimensionMismatchError",
     "Document",
+    "FileError",
     "IndexLoadError",
     "IndexStateError",
     "IndexVersionError",
+    "LoadResult",
     "MissingDependencyError",
     "ParseError",
     "PasswordRequiredError",
     "RetrievalError",
     "ToolInputError",
+    "load",
+    "load_dir",
+    "register_parser",
+    "split",
     "stable_id",
 ]

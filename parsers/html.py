@@ -1,0 +1,118 @@
+"""HTML: the visible body text of a page, its ``<title>`` as metadata.
+
+beautifulsoup4 with the standard library's ``"html.parser"``: no compiled dependency, and
+it never raises on malformed markup (it is forgiving by design, like browsers).
+
+What is kept: the text of the body, with a blank line around block elements (paragraphs,
+headings, lists, tables) so the splitter sees paragraphs, a line break after list items,
+table rows and ``<br>``, and inline elements (``<b>``, ``<a>``) joined without breaks.
+Dropped: ``script``, ``style``, ``noscript``, ``template``, ``svg``, the page furniture
+``nav``, ``header``, ``footer`` (repeated on every page of a site, they would otherwise
+dominate retrieval), and comments.
+
+Encoding: a BOM, else a ``<meta charset>`` (or ``http-equiv`` content type) declaration in
+the first bytes, else the same detection as plain text (:func:`parsers.text.decode_bytes`).
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+from pathlib import Path
+
+from pydantic import JsonValue
+
+from parsers.document import Document
+from parsers.errors import ParseError
+from parsers.normalize import normalize_text
+from parsers.registry import is_html, register_parser
+from parsers.text import decode_bytes
+
+__all__ = ["DROPPED_TAGS", "html_to_text", "parse_html"]
+
+logger = logging.getLogger(__name__)
+
+DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "nav", "header", "footer", "head")
+# Blocks are paragraphs (a blank line around them); line tags end a line only, so list
+# items and table rows stay together as one paragraph.
+# fmt: off
+_BLOCK_TAGS = frozenset({
+    "address", "article", "aside", "blockquote", "dl", "div", "fieldset", "figure", "form",
+    "h1", "h2", "h3", "h4", "h5", "h6", "hr", "main", "ol", "p", "pre", "section", "table", "ul",
+})
+# fmt: on
+_LINE_TAGS = frozenset(["br", "caption", "dd", "dt", "figcaption", "li", "tr"])
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+
+
+def _declared_encoding(data: bytes) -> str | None:
+    match = _META_CHARSET.search(data[:4096])
+    if match is None:
+        return None
+    name = match.group(1).decode("ascii", "replace")
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def _decode_html(data: bytes, source: str) -> str:
+    if not data.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        declared = _declared_encoding(data)
+        if declared is not None and b"\x00" not in data[:4096]:
+            # Browsers treat a declared Latin-1 as Windows-1252 (WHATWG Encoding Standard).
+            if declared in ("latin-1", "iso8859-1", "ascii"):
+                declared = "cp1252"
+            return data.decode(declared, errors="replace")
+    return decode_bytes(data, source)
+
+
+def html_to_text(markup: str) -> tuple[str, str | None]:
+    """Extract the visible text and the title of an HTML document.
+
+    Args:
+        markup: the decoded HTML.
+
+    Returns:
+        ``(text, title)``: normalised text (empty when nothing is visible) and the
+        normalised ``<title>``, or ``None`` when it is missing or empty.
+    """
+    from bs4 import BeautifulSoup, Comment
+
+    soup = BeautifulSoup(markup, "html.parser")
+    title_tag = soup.find("title")
+    title = normalize_text(title_tag.get_text(" ")) if title_tag is not None else ""
+    for tag in soup.find_all(DROPPED_TAGS):
+        tag.decompose()
+    for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
+        comment.extract()
+    for tag in soup.find_all(_BLOCK_TAGS):
+        tag.insert_before("\n\n")
+        tag.insert_after("\n\n")
+    for tag in soup.find_all(_LINE_TAGS):
+        tag.insert_after("\n")
+    for cell in soup.find_all(("td", "th")):  # cells of a row stay on one line
+        cell.insert_after(" ")
+    return normalize_text(soup.get_text()), (title or None)
+
+
+@register_parser(".html", ".htm", ".xhtml", sniff=is_html, name="html", _builtin=True)
+def parse_html(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+    """Parse an HTML file into one document with ``title`` from ``<title>``.
+
+    Raises:
+        ParseError: unreadable, binary or undecodable.
+    """
+    markup = _decode_html(path.read_bytes(), source)
+    if "\x00" in markup:
+        msg = "binary content (NUL characters), not HTML"
+        raise ParseError(source, msg)
+    text, title = html_to_text(markup)
+    if not text:
+        logger.warning("%s: no visible text in the HTML; no document", source)
+        return []
+    metadata: dict[str, JsonValue] = {"source": source}
+    if title:
+        metadata["title"] = title
+    return [Document(text=text, metadata=metadata)]

@@ -1,0 +1,201 @@
+"""DOCX, PPTX and XLSX through python-docx, python-pptx and openpyxl (the ``office`` extra).
+
+The libraries are imported lazily with :func:`parsers._optional.require`, so ``parsers``
+works without them and a user who feeds an Office file gets an error naming
+``pip install "ragtools[office]"``.
+
+* DOCX: one document per file. Paragraphs and tables in reading order (body only; page
+  headers and footers are furniture), paragraphs separated by a blank line, table rows one
+  per line with cells joined by `` | ``. ``title``: the core property, else the first
+  paragraph styled ``Title`` or ``Heading ...``.
+* PPTX: one document per slide with text: shapes (groups and tables included) then the
+  speaker notes, which often hold most of a talk's words. ``page`` and ``page_label`` are the
+  slide number (slides are the pages of a deck, so chunks get ``page_start``/``page_end``
+  and citations work as for PDF); ``title`` is the slide's title, else the deck's.
+* XLSX: one document per sheet with values: cached formula results (``data_only``), rows
+  one per line, cells joined by `` | ``, empty rows dropped; ``sheet`` is the sheet name.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue
+
+from parsers._optional import require
+from parsers.document import Document
+from parsers.errors import ParseError
+from parsers.normalize import normalize_text
+from parsers.registry import is_zip, register_parser
+
+__all__ = ["parse_docx", "parse_pptx", "parse_xlsx"]
+
+logger = logging.getLogger(__name__)
+
+_CELL_SEPARATOR = " | "
+_OFFICE_PRIORITY = 20  # sniffed after PDF (10), before HTML, JSON and text
+
+
+def _zip_with(prefix: bytes) -> Any:
+    def sniff(head: bytes) -> bool:
+        return is_zip(head) and prefix in head
+
+    return sniff
+
+
+def _open(loader: Any, path: Path, source: str, kind: str) -> Any:
+    try:
+        return loader(str(path))
+    except Exception as exc:
+        msg = f"not a readable {kind} file ({type(exc).__name__}: {exc})"
+        raise ParseError(source, msg) from exc
+
+
+def _row_text(values: list[str]) -> str:
+    cells = [v.strip() for v in values]
+    return _CELL_SEPARATOR.join(c for c in cells if c)
+
+
+def _docx_table_rows(table: Any) -> Iterator[str]:
+    for row in table.rows:
+        seen: set[int] = set()
+        values: list[str] = []
+        for cell in row.cells:  # merged cells repeat: keep each underlying cell once
+            if id(cell._tc) in seen:
+                continue
+            seen.add(id(cell._tc))
+            values.append(cell.text)
+        line = _row_text(values)
+        if line:
+            yield line
+
+
+@register_parser(
+    ".docx", sniff=_zip_with(b"word/"), name="docx", _priority=_OFFICE_PRIORITY, _builtin=True
+)
+def parse_docx(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+    """Parse a Word document into one document.
+
+    Raises:
+        ParseError: not a readable DOCX, or python-docx is not installed.
+    """
+    docx = require("docx", "office")
+    document = _open(docx.Document, path, source, "DOCX")
+    blocks: list[str] = []
+    heading: str | None = None
+    for block in document.iter_inner_content():
+        if hasattr(block, "rows"):
+            rows = list(_docx_table_rows(block))
+            if rows:
+                blocks.append("\n".join(rows))
+            continue
+        text = block.text.strip()
+        if not text:
+            continue
+        blocks.append(text)
+        style = getattr(getattr(block, "style", None), "name", "") or ""
+        if heading is None and (style == "Title" or style.startswith("Heading")):
+            heading = text
+    text = normalize_text("\n\n".join(blocks))
+    if not text:
+        logger.warning("%s: the DOCX has no text; no document", source)
+        return []
+    title = normalize_text(document.core_properties.title or "") or heading
+    metadata: dict[str, JsonValue] = {"source": source}
+    if title:
+        metadata["title"] = normalize_text(title)
+    return [Document(text=text, metadata=metadata)]
+
+
+def _shape_texts(shapes: Any) -> Iterator[str]:
+    for shape in shapes:
+        if hasattr(shape, "shapes"):  # a group shape
+            yield from _shape_texts(shape.shapes)
+        elif getattr(shape, "has_text_frame", False):
+            yield shape.text_frame.text
+        elif getattr(shape, "has_table", False):
+            rows = (_row_text([c.text for c in row.cells]) for row in shape.table.rows)
+            yield "\n".join(r for r in rows if r)
+
+
+@register_parser(
+    ".pptx", sniff=_zip_with(b"ppt/"), name="pptx", _priority=_OFFICE_PRIORITY, _builtin=True
+)
+def parse_pptx(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+    """Parse a PowerPoint deck into one document per slide with text.
+
+    Raises:
+        ParseError: not a readable PPTX, or python-pptx is not installed.
+    """
+    pptx = require("pptx", "office")
+    deck = _open(pptx.Presentation, path, source, "PPTX")
+    deck_title = normalize_text(deck.core_properties.title or "")
+    documents: list[Document] = []
+    for number, slide in enumerate(deck.slides, start=1):
+        parts = [t.strip() for t in _shape_texts(slide.shapes)]
+        if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
+            parts.append(slide.notes_slide.notes_text_frame.text.strip())
+        text = normalize_text("\n\n".join(p for p in parts if p))
+        if not text:
+            logger.debug("%s: slide %d has no text", source, number)
+            continue
+        title_shape = slide.shapes.title
+        title = normalize_text(title_shape.text_frame.text) if title_shape is not None else ""
+        metadata: dict[str, JsonValue] = {
+            "source": source,
+            "page": number,
+            "page_label": str(number),
+        }
+        if title or deck_title:
+            metadata["title"] = title or deck_title
+        documents.append(Document(text=text, metadata=metadata))
+    return documents
+
+
+@register_parser(
+    ".xlsx",
+    ".xlsm",
+    sniff=_zip_with(b"xl/"),
+    name="xlsx",
+    _priority=_OFFICE_PRIORITY,
+    _builtin=True,
+)
+def parse_xlsx(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+    """Parse an Excel workbook into one document per sheet with values.
+
+    Raises:
+        ParseError: not a readable XLSX, or openpyxl is not installed.
+    """
+    openpyxl = require("openpyxl", "office")
+
+    def load(name: str) -> Any:
+        return openpyxl.load_workbook(name, read_only=True, data_only=True)
+
+    workbook = _open(load, path, source, "XLSX")
+    try:
+        book_title = normalize_text(workbook.properties.title or "")
+        documents: list[Document] = []
+        for index, sheet in enumerate(workbook.worksheets, start=1):
+            lines = []
+            for row in sheet.iter_rows(values_only=True):
+                line = _row_text(["" if v is None else str(v) for v in row])
+                if line:
+                    lines.append(line)
+            text = normalize_text("\n".join(lines))
+            if not text:
+                logger.debug("%s: sheet %r is empty", source, sheet.title)
+                continue
+            metadata: dict[str, JsonValue] = {
+                "source": source,
+                "sheet": sheet.title,
+                "sheet_index": index,
+            }
+            if book_title:
+                metadata["title"] = book_title
+            documents.append(Document(text=text, metadata=metadata))
+    finally:
+        workbook.close()
+    return documents

@@ -1,0 +1,203 @@
+"""PDF with pypdf: one document per page that has text.
+
+pypdf is pure Python (no system library, installs everywhere, handles RC4 and, with the
+``cryptography`` package of ``pypdf[crypto]``, AES encryption). It is lenient
+(``strict=False``): truncated files and broken content streams give their best-effort text.
+
+Per page: ``page`` (1-based), ``page_label`` (the label printed on the page, e.g. ``iv``,
+when the PDF defines labels), and the document ``title`` from the PDF metadata when set.
+A page without extractable text is a scanned image: it yields no document, and one
+WARNING per file names the file and those pages (OCR is out of scope), so nothing is lost
+silently. A page whose extraction fails is skipped with a WARNING as well; only a file
+where every page fails, or that pypdf cannot open, raises :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue
+
+from parsers.document import Document
+from parsers.errors import ParseError, PasswordRequiredError
+from parsers.normalize import normalize_text
+from parsers.registry import is_pdf, register_parser
+
+__all__ = ["PdfPages", "extract_pages", "finish_pages", "format_pages", "parse_pdf"]
+
+logger = logging.getLogger(__name__)
+
+
+def format_pages(pages: list[int]) -> str:
+    """Compact page list: ``[1, 2, 3, 5]`` → ``"1-3, 5"``."""
+    runs: list[list[int]] = []
+    for page in sorted(set(pages)):
+        if runs and page == runs[-1][-1] + 1:
+            runs[-1].append(page)
+        else:
+            runs.append([page])
+    parts = [str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs]
+    return ", ".join(parts)
+
+
+def _open(path: Path, source: str, password: str | None) -> Any:
+    from pypdf import PasswordType, PdfReader
+    from pypdf.errors import DependencyError
+
+    try:
+        reader = PdfReader(path, strict=False)
+    except Exception as exc:
+        msg = f"not a readable PDF ({type(exc).__name__}: {exc})"
+        raise ParseError(source, msg) from exc
+    if not reader.is_encrypted:
+        return reader
+    try:
+        result = reader.decrypt(password or "")
+    except DependencyError as exc:
+        msg = f"encrypted PDF needs the cryptography package: pip install cryptography ({exc})"
+        raise ParseError(source, msg) from exc
+    except Exception as exc:
+        msg = f"cannot decrypt this PDF ({type(exc).__name__}: {exc})"
+        raise ParseError(source, msg) from exc
+    if result == PasswordType.NOT_DECRYPTED:
+        if password is None:
+            msg = "the PDF is encrypted: a password is needed; pass password=..."
+        else:
+            msg = (
+                "the PDF is encrypted and the password given is wrong: the right password is needed"
+            )
+        raise PasswordRequiredError(source, msg)
+    return reader
+
+
+def _title(reader: Any) -> str | None:
+    try:
+        raw = reader.metadata.title if reader.metadata is not None else None
+    except Exception:  # broken info dictionaries are common; the title is optional
+        logger.debug("PDF metadata unreadable", exc_info=True)
+        return None
+    title = normalize_text(str(raw)) if raw else ""
+    return title or None
+
+
+def _labels(reader: Any, n_pages: int) -> list[str]:
+    try:
+        labels = [str(label) for label in reader.page_labels]
+    except Exception:  # an invalid /PageLabels tree: fall back to page numbers
+        logger.debug("PDF page labels unreadable", exc_info=True)
+        labels = []
+    if len(labels) != n_pages:
+        labels = [str(i + 1) for i in range(n_pages)]
+    return labels
+
+
+@dataclass
+class PdfPages:
+    """What one pass over (some of) the pages of a PDF found."""
+
+    n_pages: int
+    """Pages in the file (all of them, not only this pass's)."""
+    documents: list[Document] = field(default_factory=list)
+    """One per page with text, in page order."""
+    no_text: list[int] = field(default_factory=list)
+    """1-based pages without a text layer."""
+    failed: list[int] = field(default_factory=list)
+    """1-based pages whose extraction raised."""
+
+
+def extract_pages(
+    path: Path, source: str, password: str | None, *, shard: int = 0, shards: int = 1
+) -> PdfPages:
+    """Extract the pages ``shard, shard + shards, ...`` (all by default) of a PDF.
+
+    Sharding lets :func:`parsers.load_dir` spread one long PDF over worker processes: each
+    opens the file (cheap, ~0.1 s for 117 pages) and extracts every ``shards``-th page.
+
+    Raises:
+        PasswordRequiredError: encrypted, and no password or a wrong one.
+        ParseError: not a PDF pypdf can open, or no pages.
+    """
+    reader = _open(path, source, password)
+    try:
+        n_pages = len(reader.pages)
+    except Exception as exc:
+        msg = f"cannot read the page tree ({type(exc).__name__}: {exc})"
+        raise ParseError(source, msg) from exc
+    if n_pages == 0:
+        msg = "the PDF has no pages"
+        raise ParseError(source, msg)
+    title = _title(reader)
+    labels = _labels(reader, n_pages)
+    result = PdfPages(n_pages)
+    for index in range(shard, n_pages, shards):
+        try:
+            raw = reader.pages[index].extract_text()
+        except Exception:
+            logger.debug("%s: page %d: extraction failed", source, index + 1, exc_info=True)
+            result.failed.append(index + 1)
+            continue
+        text = normalize_text(raw or "")
+        if not text:
+            result.no_text.append(index + 1)
+            continue
+        metadata: dict[str, JsonValue] = {
+            "source": source,
+            "page": index + 1,
+            "page_label": labels[index],
+        }
+        if title:
+            metadata["title"] = title
+        result.documents.append(Document(text=text, metadata=metadata))
+    return result
+
+
+def finish_pages(source: str, pages: PdfPages) -> list[Document]:
+    """Log the skipped pages and return the documents (or fail if no page could be read).
+
+    Raises:
+        ParseError: extraction failed on every page.
+    """
+    if pages.failed and len(pages.failed) == pages.n_pages:
+        msg = f"text extraction failed on every page ({pages.n_pages}); the PDF is damaged"
+        raise ParseError(source, msg)
+    if pages.failed:
+        logger.warning(
+            "%s: text extraction failed on page(s) %s; those pages are skipped",
+            source,
+            format_pages(pages.failed),
+        )
+    if pages.no_text:
+        logger.warning(
+            "%s: no text layer on page(s) %s (scanned images?); OCR is out of scope, "
+            "so those pages yield no text",
+            source,
+            format_pages(pages.no_text),
+        )
+    return sorted(pages.documents, key=_page_number)
+
+
+def _page_number(document: Document) -> int:
+    page = document.metadata.get("page")
+    return page if isinstance(page, int) else 0
+
+
+@register_parser(".pdf", sniff=is_pdf, name="pdf", _priority=10, _builtin=True)
+def parse_pdf(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+    """Parse a PDF into one document per page with text.
+
+    Args:
+        path: the file.
+        source: the path as given, stored as ``source`` metadata.
+        password: the user (or owner) password of an encrypted PDF.
+
+    Returns:
+        Documents in page order; pages without text are skipped (with a WARNING).
+
+    Raises:
+        PasswordRequiredError: encrypted, and no password or a wrong one.
+        ParseError: not a PDF pypdf can open, no pages, or no page could be extracted.
+    """
+    return finish_pages(source, extract_pages(path, source, password))

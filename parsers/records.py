@@ -1,0 +1,268 @@
+"""Record files: CSV, JSON and JSONL, and BEIR ``corpus.jsonl``; one document per record.
+
+* The text of a record is one field: the one asked for (:func:`load_records`'s
+  ``text_field``), else ``"text"``, else the first field (in column or key order) whose
+  strings average at least :data:`LONG_FIELD_CHARS` characters over the first records,
+  else the field with the longest strings. The other fields become metadata (JSON values
+  as they are; CSV cells are strings), plus ``row``: the 1-based record number (the line
+  number for JSON Lines). A field named like a key the loader owns (``source``, ``row``) is
+  kept under ``record_<name>``.
+* BEIR corpora are detected by an ``_id`` in every record: ``Document.id`` is the ``_id``
+  exactly (qrels refer to it), the text is ``title + "\\n\\n" + text`` when the title is not
+  empty, and ``title`` is metadata. A duplicated ``_id`` is an error (ids must be unique).
+* Records whose text is empty are skipped (logged at DEBUG with their count).
+* JSON may be an array of records (objects, or strings taken as text) or one object. A
+  ``.json`` holding JSON Lines, or a ``.jsonl`` holding one JSON document, is read anyway.
+* CSV dialect (comma, semicolon, tab, pipe) is sniffed; ``.tsv`` is tab-separated. The
+  first row is the header.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import JsonValue
+
+from parsers.document import Document, stable_id
+from parsers.errors import ParseError
+from parsers.normalize import normalize_text
+from parsers.registry import register_parser
+from parsers.text import decode_bytes
+
+__all__ = ["LONG_FIELD_CHARS", "load_records", "parse_csv", "parse_json"]
+
+logger = logging.getLogger(__name__)
+
+#: A field whose strings average this many characters is "long": prose, not a label.
+LONG_FIELD_CHARS = 20
+_SAMPLE = 100
+_RESERVED = frozenset({"source", "row"})
+_JSON_START = (b"{", b"[")
+
+Record = tuple[int, Mapping[str, Any]]
+
+
+def _sniff_json(head: bytes) -> bool:
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    return start.startswith(_JSON_START)
+
+
+def _choose_text_field(records: Sequence[Record], source: str) -> str:
+    sample = [fields for _, fields in records[:_SAMPLE]]
+    if any(isinstance(f.get("text"), str) for f in sample):
+        return "text"
+    totals: dict[str, list[int]] = {}
+    for fields in sample:
+        for key, value in fields.items():
+            if isinstance(value, str):
+                totals.setdefault(key, []).append(len(value))
+    if not totals:
+        msg = "no string field to take the text from; pass text_field= to load_records"
+        raise ParseError(source, msg)
+    means = {key: sum(lengths) / len(sample) for key, lengths in totals.items()}
+    for key, mean in means.items():
+        if mean >= LONG_FIELD_CHARS:
+            return key
+    return max(means, key=lambda k: means[k])
+
+
+def _metadata(
+    fields: Mapping[str, Any], skip: frozenset[str], source: str, row: int
+) -> dict[str, JsonValue]:
+    metadata: dict[str, JsonValue] = {"source": source, "row": row}
+    for key, value in fields.items():
+        if key in skip or not isinstance(key, str):
+            continue
+        if key == "metadata" and isinstance(value, Mapping):  # BEIR's nested metadata
+            for inner, inner_value in value.items():
+                metadata.setdefault(
+                    f"record_{inner}" if inner in _RESERVED else str(inner), inner_value
+                )
+            continue
+        metadata[f"record_{key}" if key in _RESERVED else key] = value
+    return metadata
+
+
+def _beir_documents(records: Sequence[Record], source: str) -> list[Document]:
+    documents: list[Document] = []
+    seen: dict[str, int] = {}
+    for row, fields in records:
+        doc_id = str(fields["_id"])
+        if doc_id in seen:
+            msg = (
+                f"duplicate _id {doc_id!r} in records {seen[doc_id]} and {row}; ids must be unique"
+            )
+            raise ParseError(source, msg)
+        seen[doc_id] = row
+        title = normalize_text(str(fields.get("title") or ""))
+        body = normalize_text(str(fields.get("text") or ""))
+        text = f"{title}\n\n{body}" if title and body else (title or body)
+        if not text:
+            continue
+        metadata = _metadata(fields, frozenset({"_id", "title", "text"}), source, row)
+        if title:
+            metadata["title"] = title
+        documents.append(Document(id=doc_id, text=text, metadata=metadata))
+    return documents
+
+
+def _field_documents(
+    records: Sequence[Record], source: str, text_field: str | None
+) -> list[Document]:
+    field = text_field or _choose_text_field(records, source)
+    if text_field is not None and not any(field in fields for _, fields in records):
+        msg = f"text field {field!r} is in no record; fields: {sorted(records[0][1])}"
+        raise ParseError(source, msg)
+    documents: list[Document] = []
+    for row, fields in records:
+        value = fields.get(field)
+        text = normalize_text(value if isinstance(value, str) else "")
+        if not text:
+            continue
+        metadata = _metadata(fields, frozenset({field}), source, row)
+        doc_id = stable_id("doc", source, row, text)
+        documents.append(Document(id=doc_id, text=text, metadata=metadata))
+    return documents
+
+
+def _to_documents(records: Sequence[Record], source: str, text_field: str | None) -> list[Document]:
+    if not records:
+        logger.warning("%s: no records; no document", source)
+        return []
+    is_beir = text_field is None and all(
+        isinstance(fields.get("_id"), (str, int)) and not isinstance(fields["_id"], bool)
+        for _, fields in records
+    )
+    if is_beir:
+        documents = _beir_documents(records, source)
+    else:
+        documents = _field_documents(records, source, text_field)
+    if len(documents) < len(records):
+        logger.debug("%s: %d records without text skipped", source, len(records) - len(documents))
+    return documents
+
+
+def _json_records(value: Any, source: str) -> list[Record]:
+    items = value if isinstance(value, list) else [value]
+    records: list[Record] = []
+    for row, item in enumerate(items, start=1):
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict):
+            msg = f"record {row} is a {type(item).__name__}; records must be objects or strings"
+            raise ParseError(source, msg)
+        records.append((row, item))
+    return records
+
+
+def _jsonl_records(text: str, source: str) -> list[Record]:
+    records: list[Record] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            msg = f"line {number}: invalid JSON ({exc}); fix or remove that line"
+            raise ParseError(source, msg) from exc
+        if not isinstance(item, dict):
+            msg = f"line {number} is a {type(item).__name__}; JSON Lines records must be objects"
+            raise ParseError(source, msg)
+        records.append((number, item))
+    return records
+
+
+def _read_json(path: Path, source: str) -> list[Record]:
+    text = decode_bytes(path.read_bytes(), source)
+    lines_first = path.suffix.lower() in (".jsonl", ".ndjson")
+    try:
+        if lines_first:
+            return _jsonl_records(text, source)
+        return _json_records(json.loads(text), source)
+    except (ValueError, ParseError) as first_error:
+        try:
+            if lines_first:
+                return _json_records(json.loads(text), source)
+            return _jsonl_records(text, source)
+        except (ValueError, ParseError):
+            if isinstance(first_error, ParseError):
+                raise first_error from None
+            msg = f"invalid JSON ({first_error})"
+            raise ParseError(source, msg) from first_error
+
+
+def _read_csv(path: Path, source: str) -> list[Record]:
+    text = decode_bytes(path.read_bytes(), source)
+    dialect: type[csv.Dialect] | csv.Dialect
+    if path.suffix.lower() == ".tsv":
+        dialect = csv.excel_tab
+    else:
+        try:
+            dialect = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
+        except csv.Error:
+            dialect = csv.excel
+    try:
+        reader = csv.DictReader(text.splitlines(), dialect=dialect, restkey="extra", restval="")
+        records: list[Record] = [(row, fields) for row, fields in enumerate(reader, start=1)]
+    except csv.Error as exc:
+        msg = f"invalid CSV ({exc})"
+        raise ParseError(source, msg) from exc
+    if not reader.fieldnames:
+        msg = "no header row; the first row must name the columns"
+        raise ParseError(source, msg)
+    return records
+
+
+@register_parser(
+    ".json", ".jsonl", ".ndjson", sniff=_sniff_json, name="json", _priority=40, _builtin=True
+)
+def parse_json(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+    """Parse JSON or JSON Lines records (BEIR corpora included) into one document each.
+
+    Raises:
+        ParseError: invalid JSON, records that are not objects, no text field.
+    """
+    return _to_documents(_read_json(path, source), source, None)
+
+
+@register_parser(".csv", ".tsv", name="csv", _builtin=True)
+def parse_csv(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+    """Parse CSV/TSV rows into one document each.
+
+    Raises:
+        ParseError: undecodable, no header, no text column.
+    """
+    return _to_documents(_read_csv(path, source), source, None)
+
+
+def load_records(
+    path: str | Path, *, text_field: str | None = None, source: str | None = None
+) -> list[Document]:
+    """Load a CSV/TSV, JSON or JSONL file of records, choosing the text field.
+
+    Args:
+        path: the file; CSV when its suffix is ``.csv``/``.tsv``, JSON(L) otherwise.
+        text_field: the field holding the text; the other fields become metadata. ``None``
+            chooses as :func:`parsers.load` does (and detects BEIR corpora).
+        source: the ``source`` metadata; defaults to ``str(path)``.
+
+    Returns:
+        One document per record with text, in file order.
+
+    Raises:
+        ParseError: unreadable file, invalid records, or ``text_field`` in no record.
+    """
+    file = Path(path)
+    name = str(path) if source is None else source
+    try:
+        is_csv = file.suffix.lower() in (".csv", ".tsv")
+        records = _read_csv(file, name) if is_csv else _read_json(file, name)
+    except OSError as exc:
+        msg = f"cannot read the file ({exc.strerror or exc})"
+        raise ParseError(name, msg) from exc
+    return _to_documents(records, name, text_field)

@@ -1,0 +1,195 @@
+"""load_dir(): a mixed tree, per-file errors, skips, order, and the process pool."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from pathlib import Path
+
+import pytest
+
+import parsers
+from parsers import ConfigError, Document, FileError, LoadResult, load_dir, register_parser
+from parsers.normalize import normalize_text
+from parsers.registry import unregister_parser
+
+CHINESE = "检索增强生成系统需要正确解析中文文档。这一段文字使用GBK编码保存。"
+
+
+def link(target: Path, path: Path) -> Path:
+    """Reference shared data through a symlink: the PDFs are never copied."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(target)
+    return path
+
+
+@pytest.fixture
+def mixed_tree(tmp_path: Path, pdf_dir: Path) -> Path:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a_good.txt").write_text("A good plain text file.", encoding="utf-8")
+    (root / "b_notes.md").write_text("# Notes\n\nMarkdown body.", encoding="utf-8")
+    (root / "c_page.html").write_text(
+        "<html><head><title>Page</title></head><body><p>HTML body.</p></body></html>"
+    )
+    (root / "d_zh_gbk.txt").write_bytes(CHINESE.encode("gbk"))
+    link(pdf_dir / "002-trivial-libre-office-writer.pdf", root / "e_paper.pdf")
+    link(pdf_dir / "invalid.pdf", root / "f_invalid.pdf")
+    link(pdf_dir / "aes-256-r6.pdf", root / "g_locked.pdf")
+    (root / "h_empty.txt").write_bytes(b"")
+    (root / "i_garbage.txt").write_bytes(b"\x00\x01\x02\xff" * 100)
+    (root / "j_image.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 10)
+    (root / "k_big.txt").write_text("x" * 30000)
+    (root / ".hidden.txt").write_text("hidden")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]")
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / "sub" / "deeper" / "z_deep.txt").write_text("Deep text.")
+    return root
+
+
+def test_mixed_tree(mixed_tree: Path) -> None:
+    result = load_dir(mixed_tree, max_bytes=20000, workers=1)
+    assert isinstance(result, LoadResult)
+    sources = [d.metadata["source"] for d in result.documents]
+    root = str(mixed_tree)
+    assert sources == [
+        f"{root}/a_good.txt",
+        f"{root}/b_notes.md",
+        f"{root}/c_page.html",
+        f"{root}/d_zh_gbk.txt",
+        f"{root}/e_paper.pdf",
+        f"{root}/sub/deeper/z_deep.txt",
+    ]
+    texts = {d.metadata["source"]: d.text for d in result.documents}
+    assert texts[f"{root}/d_zh_gbk.txt"] == CHINESE  # GBK decoded correctly
+    assert texts[f"{root}/b_notes.md"] == "# Notes\n\nMarkdown body."
+    assert [(e.path, e.error) for e in result.errors] == [
+        (f"{root}/f_invalid.pdf", "ParseError"),
+        (f"{root}/g_locked.pdf", "PasswordRequiredError"),
+        (f"{root}/h_empty.txt", "ParseError"),
+        (f"{root}/i_garbage.txt", "ParseError"),
+    ]
+    assert texts[f"{root}/e_paper.pdf"].startswith("Lorem ipsum")
+    assert "empty file" in result.errors[2].message
+    assert "password is needed" in result.errors[1].message
+    assert result.skipped == [
+        (f"{root}/.git", "hidden directory"),
+        (f"{root}/.hidden.txt", "hidden file"),
+        (f"{root}/j_image.bin", "binary file of unknown type (.bin)"),
+        (f"{root}/k_big.txt", "larger than max_bytes (30000 > 20000 bytes)"),
+    ]
+
+
+def test_pattern_and_single_file(mixed_tree: Path) -> None:
+    result = load_dir(mixed_tree, pattern="**/*.md")
+    assert [d.metadata["source"] for d in result.documents] == [str(mixed_tree / "b_notes.md")]
+    assert result.errors == [] and result.skipped == []
+    single = load_dir(mixed_tree / "a_good.txt")
+    assert [d.text for d in single.documents] == ["A good plain text file."]
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_dir(tmp_path / "nope")
+    with pytest.raises(ConfigError, match="workers"):
+        load_dir(tmp_path, workers=0)
+    with pytest.raises(ConfigError, match="max_bytes"):
+        load_dir(tmp_path, max_bytes=0)
+    assert load_dir(tmp_path) == LoadResult([], [], [])
+
+
+@pytest.mark.parametrize("shard_min_bytes", [None, 1])
+def test_process_pool_matches_serial(
+    tmp_path: Path,
+    pdf_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    shard_min_bytes: int | None,
+) -> None:
+    if shard_min_bytes is not None:  # every PDF split by pages over the two workers
+        monkeypatch.setattr(importlib.import_module("parsers.loading"), "SHARD_MIN_BYTES", 1)
+    root = tmp_path / "pdfs"
+    names = ["multicolumn.pdf", "multilang.pdf", "skew.pdf", "invalid.pdf", "scan-bad.pdf"]
+    for name in names:
+        link(pdf_dir / name, root / name)
+    (root / "notes.txt").write_text("Parsed in the main process meanwhile.")
+    calls: list[str] = []
+
+    @register_parser(".custom", name="test.custom")
+    def parse_custom(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+        calls.append(source)  # runs in this process: user parsers are never sent to workers
+        return [Document(text="custom", metadata={"source": source})]
+
+    (root / "x.custom").write_text("anything")
+    try:
+        serial = load_dir(root, workers=1)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="parsers"):
+            pooled = load_dir(root, workers=2)
+    finally:
+        unregister_parser("test.custom")
+    assert pooled == serial
+    assert [d.id for d in pooled.documents] == [d.id for d in serial.documents]
+    assert pooled.errors == [
+        FileError(str(root / "invalid.pdf"), "ParseError", serial.errors[0].message)
+    ]
+    assert calls == [str(root / "x.custom")] * 2
+    # The scanned page's warning, logged in a worker process, reaches the caller's logs.
+    warnings = [r.getMessage() for r in caplog.records if r.name == "parsers.pdf"]
+    assert [w for w in warnings if "skew.pdf" in w and "no text layer on page(s) 1 " in w]
+    assert len(warnings) == 1
+    pages = [d.metadata["page"] for d in pooled.documents if "multicolumn" in d.source]
+    assert pages == [1, 2, 3]
+
+
+def test_progress_bar_on_request(mixed_tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = load_dir(mixed_tree, pattern="*.md", show_progress=True)
+    assert len(result.documents) == 1
+    assert "Parsing" in capsys.readouterr().err
+    load_dir(mixed_tree, pattern="*.md", show_progress=False)
+    assert capsys.readouterr().err == ""
+    pooled = load_dir(mixed_tree, max_bytes=20000, workers=2, show_progress=True)
+    assert pooled == load_dir(mixed_tree, max_bytes=20000, workers=1)
+    assert "Parsing" in capsys.readouterr().err
+
+
+def test_multilingual_round_trip(tmp_path: Path) -> None:
+    samples = {
+        "zh": "检索增强生成。中文文本的分块测试！这是第三句话；还有第四句。",
+        "ja": "日本語の文章です。検索のための段落を分割します！最後の文。",
+        "ar": "مرحبا بالعالم. هذا نص عربي للاختبار! نهاية النص.",
+    }
+    for lang, text in samples.items():
+        (tmp_path / f"{lang}.txt").write_text(text, encoding="utf-8")
+        (tmp_path / f"{lang}.md").write_text(f"# {lang}\n\n{text}", encoding="utf-8")
+        (tmp_path / f"{lang}.html").write_text(
+            f"<html><head><title>{lang}</title></head><body><p>{text}</p></body></html>",
+            encoding="utf-8",
+        )
+    result = load_dir(tmp_path)
+    assert result.errors == [] and len(result.documents) == 9
+    for doc in result.documents:
+        lang = Path(doc.source).stem
+        expected = normalize_text(samples[lang])
+        assert expected in doc.text
+        chunks = parsers.split([doc], chunk_size=12, chunk_overlap=4)
+        assert len(chunks) > 1
+        for chunk in chunks:
+            assert doc.text[chunk.start : chunk.end] == chunk.text
+        joined = "".join(ch for c in chunks for ch in c.text if not ch.isspace())
+        for char in expected:
+            assert char.isspace() or char in joined
+
+
+def test_spawned_workers(tmp_path: Path, pdf_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start method used when the caller runs threads (and on macOS/Windows)."""
+    import multiprocessing
+
+    module = importlib.import_module("parsers.loading")
+    monkeypatch.setattr(module, "_mp_context", lambda: multiprocessing.get_context("spawn"))
+    for name in ["multilang.pdf", "scan-bad.pdf", "invalid.pdf"]:
+        link(pdf_dir / name, tmp_path / name)
+    pooled = load_dir(tmp_path, workers=2)
+    assert pooled == load_dir(tmp_path, workers=1)
+    assert [e.path for e in pooled.errors] == [str(tmp_path / "invalid.pdf")]
