@@ -34,12 +34,12 @@ from indexes.bm25 import BM25Index
 from indexes.embed import Embedder, SentenceTransformerEmbedder
 from indexes.embed_cache import CachedEmbedder, EmbeddingCache
 from indexes.settings import IndexSettings
-from indexes.sources import FileFailure, expand_sources, fingerprint, parse_files
+from indexes.sources import expand_sources, fingerprint, parse_files
 from indexes.store import read_chunks, write_chunks
 from indexes.tokenize import Tokenizer
 from indexes.vector import VectorIndex
 from indexes.versions import current_version, write_version
-from parsers import Chunk, Document, split
+from parsers import Chunk, Document, FileError, split
 from parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Index", "UpdateReport"]
@@ -68,7 +68,7 @@ class UpdateReport:
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
-    failures: list[FileFailure] = field(default_factory=list)
+    failures: list[FileError] = field(default_factory=list)
 
 
 class Index:
@@ -97,7 +97,7 @@ class Index:
         self.chunks: list[Chunk] = []
         self.bm25: BM25Index | None = None
         self.vector: VectorIndex | None = None
-        self.failures: list[FileFailure] = []
+        self.failures: list[FileError] = []
         self.fingerprints: dict[str, dict[str, Any]] = {}
         self.manifest: dict[str, Any] = {}
         self.meta: dict[str, Any] = {}
@@ -212,7 +212,7 @@ class Index:
         index.manifest = manifest
         index.meta = dict(manifest.get("meta", {}))
         index.fingerprints = dict(manifest.get("fingerprints", {}))
-        index.failures = [FileFailure(**f) for f in manifest.get("failures", [])]
+        index.failures = [FileError(**f) for f in manifest.get("failures", [])]
         index.chunks = read_chunks(directory / CHUNKS)
         if settings.keyword:
             index.bm25 = BM25Index.load(directory / "bm25", mmap=mmap)
@@ -340,16 +340,17 @@ class Index:
         old = self.fingerprints
         stale = [f for f in files if old.get(str(f)) != prints[str(f)]]
         parsed, failures = parse_files(stale, show_progress=show_progress)
-        kept_failures = [f for f in self.failures if f.path in prints and f.path not in parsed]
+        stale_paths = {str(f) for f in stale}
         by_source: dict[str, list[Chunk]] = {}
         for row, chunk in enumerate(self.chunks):
             if row not in self._deleted:
                 by_source.setdefault(chunk.source, []).append(chunk)
         chunks: list[Chunk] = []
         for path in map(str, files):
-            docs = parsed.get(path)
-            chunks += self._split(docs) if docs is not None else by_source.get(path, [])
-        stale_paths = {str(f) for f in stale}
+            if path in stale_paths:
+                chunks += self._split(parsed.get(path, []))
+            else:
+                chunks += by_source.get(path, [])
         report = UpdateReport(
             added=[p for p in map(str, files) if p not in old],
             changed=[p for p in map(str, files) if p in old and p in stale_paths],
@@ -358,7 +359,8 @@ class Index:
             failures=failures,
         )
         self.sources, self.fingerprints = roots, prints
-        self.failures = kept_failures + [f for f in failures if f.path not in parsed]
+        kept = [f for f in self.failures if f.path in prints and f.path not in stale_paths]
+        self.failures = sorted(kept + failures, key=lambda f: f.path)
         self._index_chunks(chunks, show_progress)
         self.save()
         return report

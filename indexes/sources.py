@@ -3,33 +3,23 @@
 A source is a file or a directory (walked recursively, hidden entries skipped). Each file
 gets a fingerprint, its size and SHA-256, stored in the manifest; ``Index.update`` re-parses
 only files whose fingerprint differs, so editing one file of a thousand parses one file.
+Parsing itself is :func:`parsers.load_files` (parallel where it pays; a bad file is an
+entry in the failures, never the end of the batch).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from indexes._persist import sha256_file
-from parsers import Document, ParseError, load
-from parsers._progress import progress
+from parsers import Document, FileError, load_files
 from parsers.errors import ConfigError
 
-__all__ = ["FileFailure", "expand_sources", "fingerprint", "parse_files"]
+__all__ = ["expand_sources", "fingerprint", "parse_files"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class FileFailure:
-    """A file that could not be parsed; the batch goes on without it."""
-
-    path: str
-    error: str
-    message: str
 
 
 def _hidden(path: Path, root: Path) -> bool:
@@ -60,32 +50,23 @@ def fingerprint(path: Path) -> dict[str, str | int]:
     return {"size": path.stat().st_size, "sha256": sha256_file(path)}
 
 
-def _parse_one(path: Path) -> list[Document] | FileFailure:
-    try:
-        return load(path)
-    except ParseError as exc:
-        return FileFailure(str(path), type(exc).__name__, str(exc))
-    except Exception as exc:  # a parser bug must not stop a batch; it is reported, not hidden
-        logger.exception("unexpected error parsing %s", path)
-        return FileFailure(str(path), type(exc).__name__, f"{path}: {exc}")
-
-
 def parse_files(
-    files: Sequence[Path], *, workers: int | None = None, show_progress: bool | None = None
-) -> tuple[dict[str, list[Document]], list[FileFailure]]:
-    """Parse ``files`` in parallel; returns documents by file path and the failures."""
+    files: Sequence[Path], *, show_progress: bool | None = None
+) -> tuple[dict[str, list[Document]], list[FileError]]:
+    """Parse ``files``; returns the documents of each parsed file and the failures.
+
+    Skipped files (binary of an unknown type, too large) count as failures, with the reason.
+    """
+    result = load_files(files, show_progress=show_progress)
     by_file: dict[str, list[Document]] = {}
-    failures: list[FileFailure] = []
-    with ThreadPoolExecutor(max_workers=workers or 4) as pool:
-        results = pool.map(_parse_one, files)
-        for path, result in zip(
-            files,
-            progress(results, total=len(files), desc="parsing", show_progress=show_progress),
-            strict=True,
-        ):
-            if isinstance(result, FileFailure):
-                logger.warning("skipped %s: %s", path, result.message)
-                failures.append(result)
-            else:
-                by_file[str(path)] = result
-    return by_file, failures
+    for document in result.documents:
+        by_file.setdefault(document.source, []).append(document)
+    failures = list(result.errors)
+    failures += [FileError(path, "Skipped", reason) for path, reason in result.skipped]
+    parsed_or_failed = {f.path for f in failures}
+    for file in map(str, files):
+        if file not in parsed_or_failed:
+            by_file.setdefault(file, [])  # parsed, but no text (e.g. a scanned PDF)
+    for failure in failures:
+        logger.warning("skipped %s: %s", failure.path, failure.message)
+    return by_file, sorted(failures, key=lambda f: f.path)

@@ -23,7 +23,7 @@ from parsers.errors import (
     RetrievalError,
     ToolInputError,
 )
-from parsers.loading import FileError, LoadResult, load, load_dir
+from parsers.loading import FileError, LoadResult, load, load_dir, load_files
 from parsers.registry import register_parser
 from parsers.splitting import split
 
@@ -46,6 +46,7 @@ __all__ = [
     "ToolInputError",
     "load",
     "load_dir",
+    "load_files",
     "register_parser",
     "split",
     "stable_id",

@@ -33,7 +33,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import as_completed as _as_completed
 from dataclasses import dataclass, field
@@ -410,7 +410,6 @@ def load_dir(
     Raises:
         ConfigError: ``root`` does not exist, or ``workers``/``max_bytes`` below 1.
     """
-    start = time.perf_counter()
     base = Path(os.fspath(root))
     if not base.exists():
         msg = f"load_dir root {os.fspath(root)!r} does not exist; give a directory or a file"
@@ -422,6 +421,36 @@ def load_dir(
         msg = f"max_bytes must be >= 1, got {max_bytes}"
         raise ConfigError(msg)
     files, skipped = _walk(base, pattern)
+    return _load(files, skipped, workers=workers, show_progress=show_progress, max_bytes=max_bytes)
+
+
+def load_files(
+    files: Sequence[str | os.PathLike[str]],
+    *,
+    workers: int | None = None,
+    show_progress: bool | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> LoadResult:
+    """Parse a list of files as :func:`load_dir` parses a tree (same parallelism and rules).
+
+    Used by index updates, which re-parse only the files that changed.
+    """
+    if workers is not None and workers < 1:
+        msg = f"workers must be >= 1 or None (automatic), got {workers}"
+        raise ConfigError(msg)
+    paths = [Path(os.fspath(f)) for f in files]
+    return _load(paths, [], workers=workers, show_progress=show_progress, max_bytes=max_bytes)
+
+
+def _load(
+    files: list[Path],
+    skipped: list[tuple[str, str]],
+    *,
+    workers: int | None,
+    show_progress: bool | None,
+    max_bytes: int,
+) -> LoadResult:
+    start = time.perf_counter()
     tasks, failed = _plan(files, skipped, max_bytes)
     results: dict[int, list[Document] | FileError] = dict(failed)
     size = _pool_size(tasks, workers)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from indexes.testing import FakeEmbedder
 
 from indexes.bundle import Index
+from indexes.testing import FakeEmbedder
 from indexes.versions import current_version
 from parsers import ConfigError, IndexLoadError, IndexVersionError
 

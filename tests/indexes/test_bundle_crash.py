@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from indexes.testing import FakeEmbedder
 
 from indexes.bundle import Index
+from indexes.testing import FakeEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,6 +26,7 @@ def test_exported_names() -> None:
         "ToolInputError",
         "load",
         "load_dir",
+        "load_files",
         "register_parser",
         "split",
         "stable_id",

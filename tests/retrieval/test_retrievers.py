@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from indexes.testing import FakeEmbedder
 
 from indexes.bundle import Index
+from indexes.testing import FakeEmbedder
 from parsers import ConfigError, Document
 from retrieval.frontpage import FrontPageRetriever
 from retrieval.fusion import fuse
