@@ -17,10 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from indexes.embed import Embedder
-
 from indexes._persist import sha256_file
 from indexes.bundle import Index
+from indexes.embed import Embedder
 from indexes.settings import IndexSettings
 from indexes.versions import is_index_root
 from parsers.errors import ConfigError, IndexLoadError
