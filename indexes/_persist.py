@@ -162,9 +162,11 @@ def read_manifest(
     if verify:
         for fname, expected in files.items():
             fpath = directory / fname
-            if not fpath.is_file():
-                raise IndexLoadError(fpath, "file listed in the manifest is missing")
-            if sha256_file(fpath) != expected:
+            try:
+                digest = sha256_file(fpath)
+            except OSError as exc:
+                raise IndexLoadError(fpath, "file listed in the manifest is missing") from exc
+            if digest != expected:
                 msg = "checksum mismatch: the file is corrupt or was modified"
                 raise IndexLoadError(fpath, msg)
     return manifest

@@ -192,10 +192,12 @@ class Index:
             directory = current_version(root)
             try:
                 return cls._load(root, directory, mmap=mmap, embedder=embedder)
-            except IndexLoadError:
+            except (IndexLoadError, OSError) as exc:
                 # A concurrent writer may have garbage-collected the version we started on.
                 if attempt + 1 == _OPEN_RETRIES or current_version(root) == directory:
-                    raise
+                    if isinstance(exc, IndexLoadError):
+                        raise
+                    raise IndexLoadError(directory, f"unreadable ({exc})") from exc
         msg = "unreachable"
         raise AssertionError(msg)
 

@@ -1,0 +1,167 @@
+"""Pick BM25Index's default variant, k1, b and tokenizer settings on SciFact *train*.
+
+Usage::
+
+    python eval/tune_bm25.py
+
+Two stages, both scored by mean nDCG@10 (pytrec_eval) over the 809 train queries
+(``qrels/train.tsv``); the test split is never looked at while choosing:
+
+1. every tokenizer setting (stopword list, stemmer, minimum token length) x every variant,
+   at three common (k1, b) points;
+2. a full (k1, b) grid, and delta for BM25L/BM25+, for the three best (tokenizer, variant)
+   pairs of stage 1.
+
+Only the chosen configuration is then scored on the test split, once, and reported with
+rank-bm25's defaults for comparison. Output: a summary on stdout and
+``eval/out/tune_bm25.json`` with every train score.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "eval"))
+
+from bench_bm25 import SCIFACT, evaluate, load_scifact  # noqa: E402
+
+from indexes.bm25 import BM25Index  # noqa: E402
+from indexes.tokenize import Tokenizer  # noqa: E402
+
+OUT = ROOT / "eval" / "out" / "tune_bm25.json"
+VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")
+TOKENIZERS = [
+    {"stopwords": stop, "stemmer": stem, "min_length": min_len}
+    for stop, stem, min_len in itertools.product(
+        ("english", "lucene", None), ("english", None), (1, 2)
+    )
+]
+STAGE1_POINTS = ((0.9, 0.4), (1.2, 0.75), (1.5, 0.75))
+K1_GRID = (0.6, 0.9, 1.2, 1.5, 1.8, 2.2)
+B_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9)
+# rank-bm25's BM25+ adds delta * idf to every row, so delta never changes its ranking.
+DELTA_GRID = {"bm25l": (0.5, 0.25, 1.0, 1.5)}
+
+
+def run_split(
+    index: BM25Index,
+    query_tokens: dict[str, list[str]],
+    qrels: dict[str, dict[str, int]],
+    doc_ids: list[str],
+) -> dict[str, float]:
+    qids = sorted(qrels)
+    results = index.search_batch([query_tokens[q] for q in qids], k=100)
+    run = {
+        qid: {doc_ids[int(r)]: float(s) for r, s in zip(rows, scores, strict=True)}
+        for qid, (rows, scores) in zip(qids, results, strict=True)
+    }
+    return evaluate(qrels, run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=Path, default=SCIFACT)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    doc_ids, texts, queries, qrels = load_scifact(args.data)
+    train, test = qrels["train"], qrels["test"]
+    started = time.perf_counter()
+
+    tokenized: dict[int, tuple[list[list[str]], dict[str, list[str]]]] = {}
+    scores: list[dict[str, Any]] = []
+
+    def score(t: int, variant: str, k1: float, b: float, delta: float | None = None) -> float:
+        if t not in tokenized:
+            tokenizer = Tokenizer(**TOKENIZERS[t])
+            corpus = tokenizer.tokenize_many(texts)
+            tokenized[t] = (corpus, {q: tokenizer(queries[q]) for q in queries})
+        corpus, query_tokens = tokenized[t]
+        index = BM25Index(
+            Tokenizer(**TOKENIZERS[t]),
+            variant=variant,  # type: ignore[arg-type]
+            k1=k1,
+            b=b,
+            delta=delta,
+        )
+        index.add(corpus)
+        ndcg = run_split(index, query_tokens, train, doc_ids)["ndcg@10"]
+        scores.append(
+            {
+                "tokenizer": TOKENIZERS[t],
+                "variant": variant,
+                "k1": k1,
+                "b": b,
+                "delta": index.delta,
+                "train_ndcg@10": ndcg,
+            }
+        )
+        return ndcg
+
+    stage1: dict[tuple[int, str], float] = {}
+    for t, variant in itertools.product(range(len(TOKENIZERS)), VARIANTS):
+        stage1[(t, variant)] = max(score(t, variant, k1, b) for k1, b in STAGE1_POINTS)
+        print(
+            f"stage 1 {TOKENIZERS[t]} {variant:8s} best train nDCG@10 {stage1[(t, variant)]:.4f}",
+            flush=True,
+        )
+    finalists = sorted(stage1, key=lambda key: -stage1[key])[:3]
+    best: tuple[float, int, str, float, float, float | None] = (-1.0, 0, "", 0.0, 0.0, None)
+    for t, variant in finalists:
+        deltas: tuple[float | None, ...] = DELTA_GRID.get(variant, (None,))
+        for k1, b, delta in itertools.product(K1_GRID, B_GRID, deltas):
+            ndcg = score(t, variant, k1, b, delta)
+            if ndcg > best[0]:
+                best = (ndcg, t, variant, k1, b, delta)
+        print(f"stage 2 {TOKENIZERS[t]} {variant}: best so far {best}", flush=True)
+    ndcg, t, variant, k1, b, delta = best
+    chosen = {
+        "tokenizer": TOKENIZERS[t],
+        "variant": variant,
+        "k1": k1,
+        "b": b,
+        "train_ndcg@10": ndcg,
+    }
+
+    corpus, query_tokens = tokenized[t]
+    index = BM25Index(
+        Tokenizer(**TOKENIZERS[t]),
+        variant=variant,  # type: ignore[arg-type]
+        k1=k1,
+        b=b,
+        delta=delta,
+    )
+    chosen["delta"] = index.delta
+    index.add(corpus)
+    chosen["test"] = run_split(index, query_tokens, test, doc_ids)
+    # The reference setting of shared/data/README.md: rank-bm25's Okapi defaults on
+    # Lucene-style tokens (33 stopwords, Snowball stemmer, single characters kept).
+    lucene_tokens = TOKENIZERS.index({"stopwords": "lucene", "stemmer": "english", "min_length": 1})
+    reference = BM25Index(Tokenizer(**TOKENIZERS[lucene_tokens]), variant="okapi")
+    reference.add(tokenized[lucene_tokens][0])
+    baseline = {
+        "config": "okapi k1=1.5 b=0.75 (rank-bm25), Tokenizer(stopwords='lucene', min_length=1)",
+        "train": run_split(reference, tokenized[lucene_tokens][1], train, doc_ids),
+        "test": run_split(reference, tokenized[lucene_tokens][1], test, doc_ids),
+    }
+    print(f"\nchosen on train: {json.dumps(chosen)}")
+    print(f"baseline:        {json.dumps(baseline)}")
+    print(f"({len(scores)} configurations in {time.perf_counter() - started:.0f}s)")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps({"chosen": chosen, "baseline": baseline, "train_scores": scores}, indent=1)
+    )
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

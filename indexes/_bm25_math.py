@@ -1,0 +1,364 @@
+"""Array kernels behind :class:`indexes.bm25.BM25Index`: postings, BM25 weights, top-k.
+
+The index is a term-major sparse matrix (CSC of shape ``(n_rows, n_terms)``) held as three
+plain arrays: ``indptr`` (int64, ``n_terms + 1``), ``docs`` (int32 row ids, ascending within a
+term) and ``tf`` (int32 term frequencies). A query touches only the postings of its terms.
+
+For every variant the score of a (term, row) pair does not depend on the query, so it is
+precomputed once per corpus state as ``weights`` (float64, aligned with ``docs``) and a query
+is a gather of its terms' slices plus one ``np.bincount``. BM25+ also adds ``delta * idf`` to
+*every* row for each query term (rank-bm25's formula); that part is a per-query constant, kept
+out of the weights. Float64 throughout, because Okapi's floored idfs can be negative and a sum
+of mixed signs in float32 would not match rank-bm25 to 1e-6.
+
+Everything here is vectorised: there is no Python loop over rows or postings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Literal, get_args
+
+import numpy as np
+import scipy.sparse as sp
+
+from parsers.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "DEFAULT_VARIANT",
+    "VARIANT_DEFAULTS",
+    "Postings",
+    "RowCounts",
+    "Variant",
+    "Vocabulary",
+    "Weights",
+    "compact_postings",
+    "compute_idf",
+    "compute_weights",
+    "count_rows",
+    "merge_postings",
+    "resolve_params",
+    "to_postings",
+    "top_k",
+]
+
+logger = logging.getLogger(__name__)
+
+Variant = Literal["okapi", "bm25l", "bm25plus", "lucene"]
+
+DEFAULT_VARIANT: Variant = "bm25plus"
+"""The variant of ``BM25Index()``, chosen on SciFact train (``eval/tune_bm25.py``)."""
+
+DEFAULT_PARAMS: dict[str, float] = {"k1": 1.5, "b": 0.7, "delta": 1.0}
+"""``BM25Index()``'s parameters, chosen with the variant (train nDCG@10 0.700, test 0.689)."""
+
+VARIANT_DEFAULTS: dict[str, dict[str, float]] = {
+    "okapi": {"k1": 1.5, "b": 0.75, "delta": 0.0},
+    "bm25l": {"k1": 1.5, "b": 0.75, "delta": 0.5},
+    "bm25plus": {"k1": 1.5, "b": 0.75, "delta": 1.0},
+    "lucene": {"k1": 1.5, "b": 0.75, "delta": 0.0},
+}
+"""Defaults when a variant is named: rank-bm25's (bm25s's for lucene; delta is unused there)."""
+
+
+def resolve_params(
+    variant: Variant | None, k1: float | None, b: float | None, epsilon: float, delta: float | None
+) -> tuple[Variant, float, float, float, float]:
+    """Fill in defaults and validate: ``(variant, k1, b, epsilon, delta)``.
+
+    Raises:
+        ConfigError: an unknown variant or an out-of-range parameter.
+    """
+    if variant is None:
+        variant, defaults = DEFAULT_VARIANT, DEFAULT_PARAMS
+    elif variant in VARIANT_DEFAULTS:
+        defaults = VARIANT_DEFAULTS[variant]
+    else:
+        msg = f"unknown BM25 variant {variant!r}; use one of {list(get_args(Variant))}"
+        raise ConfigError(msg)
+    values = (
+        float(defaults["k1"] if k1 is None else k1),
+        float(defaults["b"] if b is None else b),
+        float(epsilon),
+        float(defaults["delta"] if delta is None else delta),
+    )
+    for name, value, high in zip(
+        ("k1", "b", "epsilon", "delta"), values, (math.inf, 1.0, math.inf, math.inf), strict=True
+    ):
+        if not (math.isfinite(value) and 0.0 <= value <= high):
+            msg = f"BM25 {name} must be a finite number in [0, {high}], got {value!r}"
+            raise ConfigError(msg)
+    return variant, *values
+
+
+_BLOCK_TOKENS = 1 << 22  # tokens counted per block: bounds the per-token temporaries
+_WEIGHT_CHUNK = 1 << 22  # postings per weight-computation step (~32 MB per float64 temporary)
+
+
+class Vocabulary(dict[str, int]):
+    """Term → id; looking up an unknown term with ``[]`` assigns it the next id.
+
+    Queries must use :meth:`dict.get`, which never inserts.
+    """
+
+    def __init__(self, terms: Sequence[str] = ()) -> None:
+        super().__init__(zip(terms, range(len(terms)), strict=True))
+        self.terms: list[str] = list(terms)
+
+    def __missing__(self, term: str) -> int:
+        new_id = len(self.terms)
+        self[term] = new_id
+        self.terms.append(term)
+        return new_id
+
+
+@dataclass(frozen=True)
+class Postings:
+    """Term-major postings: row ids and term frequencies of each term, rows ascending."""
+
+    indptr: np.ndarray  # int64, n_terms + 1
+    docs: np.ndarray  # int32, nnz
+    tf: np.ndarray  # int32, nnz
+
+    @property
+    def n_terms(self) -> int:
+        """Number of terms the postings cover (terms may have no posting)."""
+        return len(self.indptr) - 1
+
+    @classmethod
+    def empty(cls) -> Postings:
+        """No terms, no postings."""
+        return cls(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Per-corpus-state scoring tables."""
+
+    idf: np.ndarray  # float64, n_terms (0 for terms without live postings)
+    weights: np.ndarray  # float64, nnz: the BM25 contribution of each posting
+    positive: bool  # every weight > 0, so a row matched a query iff its sum is > 0
+    n_negative_idf: int  # Okapi terms whose raw idf was negative (floored)
+
+
+@dataclass(frozen=True)
+class RowCounts:
+    """Doc-major term counts of a batch of new rows (a CSR matrix as three arrays)."""
+
+    indptr: np.ndarray  # int64, n_rows + 1
+    terms: np.ndarray  # int32, nnz: term ids, ascending within a row
+    tf: np.ndarray  # int32, nnz
+    lengths: np.ndarray  # int32, n_rows: tokens per row (repeats included)
+
+
+def count_rows(token_lists: Sequence[Sequence[str]], vocab: Vocabulary) -> RowCounts:
+    """Map tokens to ids (new terms get new ids) and count them per row.
+
+    Rows are processed in blocks of about :data:`_BLOCK_TOKENS` tokens; scipy sums duplicate
+    (row, term) pairs with a short sort per row, so the cost is linear in the token count.
+    """
+    n_new = len(token_lists)
+    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=n_new)
+    ends = np.cumsum(lengths)
+    cuts = (
+        np.searchsorted(
+            ends,
+            np.arange(_BLOCK_TOKENS, int(ends[-1]) if n_new else 0, _BLOCK_TOKENS),
+            side="left",
+        )
+        + 1
+    )
+    bounds = [0, *sorted(set(cuts.tolist()) - {0, n_new}), n_new] if n_new else [0]
+    row_ptrs: list[np.ndarray] = [np.zeros(1, np.int64)]
+    terms: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    nnz = 0
+    for start, stop in itertools.pairwise(bounds):
+        block_lengths = lengths[start:stop]
+        tokens = chain.from_iterable(token_lists[start:stop])
+        total = int(ends[stop - 1] - (ends[start - 1] if start else 0))
+        # One dict probe per token: the cost floor of a Python token-list API (grouping
+        # tokens by object identity first was tried and was no faster).
+        ids = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int32, count=total)
+        indptr = np.zeros(stop - start + 1, dtype=np.int64)
+        np.cumsum(block_lengths, out=indptr[1:])
+        shape = (stop - start, max(1, len(vocab)))
+        mat = sp.csr_matrix((np.ones(len(ids), dtype=np.int32), ids, indptr), shape=shape)
+        mat.sum_duplicates()
+        row_ptrs.append(mat.indptr[1:].astype(np.int64) + nnz)
+        terms.append(mat.indices.astype(np.int32, copy=False))
+        counts.append(mat.data.astype(np.int32, copy=False))
+        nnz += int(mat.indptr[-1])
+    return RowCounts(
+        np.concatenate(row_ptrs),
+        np.concatenate(terms) if terms else np.zeros(0, np.int32),
+        np.concatenate(counts) if counts else np.zeros(0, np.int32),
+        lengths.astype(np.int32),
+    )
+
+
+def to_postings(batches: Sequence[RowCounts], n_terms: int, row_offset: int) -> Postings:
+    """Term-major postings of consecutive row batches, the first row being ``row_offset``.
+
+    One counting sort (scipy's CSR → CSC conversion) keeps rows ascending within a term.
+    """
+    ptrs: list[np.ndarray] = [np.zeros(1, np.int64)]
+    nnz = 0
+    for batch in batches:
+        ptrs.append(batch.indptr[1:] + nnz)
+        nnz += int(batch.indptr[-1])
+    if nnz == 0:
+        empty = np.zeros(0, np.int32)
+        return Postings(np.zeros(n_terms + 1, np.int64), empty, empty.copy())
+    indptr = np.concatenate(ptrs)
+    doc_major = sp.csr_matrix(
+        (
+            np.concatenate([b.tf for b in batches]),
+            np.concatenate([b.terms for b in batches]),
+            indptr,
+        ),
+        shape=(len(indptr) - 1, n_terms),
+    )
+    term_major = doc_major.tocsc()
+    docs = term_major.indices.astype(np.int32, copy=False)
+    if row_offset:
+        docs = docs + np.int32(row_offset)
+    return Postings(
+        term_major.indptr.astype(np.int64, copy=False),
+        docs,
+        term_major.data.astype(np.int32, copy=False),
+    )
+
+
+def merge_postings(old: Postings, new: Postings) -> Postings:
+    """Append ``new`` (rows after all of ``old``'s, ``new.n_terms >= old.n_terms``) per term."""
+    n_terms = new.n_terms
+    old_counts = np.zeros(n_terms, dtype=np.int64)
+    old_counts[: old.n_terms] = np.diff(old.indptr)
+    new_counts = np.diff(new.indptr)
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(old_counts + new_counts, out=indptr[1:])
+    nnz_old, nnz_new = len(old.docs), len(new.docs)
+    # Each term's old postings go first (their rows are smaller), then the new ones.
+    shift_old = indptr[: old.n_terms] - old.indptr[:-1]
+    dest_old = np.repeat(shift_old, old_counts[: old.n_terms]) + np.arange(nnz_old)
+    dest_new = np.repeat(indptr[:-1] + old_counts - new.indptr[:-1], new_counts) + np.arange(
+        nnz_new
+    )
+    docs = np.empty(nnz_old + nnz_new, dtype=np.int32)
+    tf = np.empty(nnz_old + nnz_new, dtype=np.int32)
+    docs[dest_old] = old.docs
+    docs[dest_new] = new.docs
+    tf[dest_old] = old.tf
+    tf[dest_new] = new.tf
+    return Postings(indptr, docs, tf)
+
+
+def compact_postings(postings: Postings, deleted: np.ndarray) -> Postings:
+    """Drop the postings of deleted rows (row ids are kept; terms may become empty)."""
+    keep = ~deleted[postings.docs]
+    if keep.all():
+        return postings
+    kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    return Postings(kept_before[postings.indptr], postings.docs[keep], postings.tf[keep])
+
+
+def compute_idf(
+    indptr: np.ndarray, n_live: int, *, variant: Variant, epsilon: float
+) -> tuple[np.ndarray, bool, int]:
+    """idf of every term from live postings (terms without any get 0, as if unknown).
+
+    Returns:
+        ``(idf, positive, n_negative)``: float64 idf per term, whether every present term's
+        idf is > 0, and how many Okapi idfs were negative before rank-bm25's floor.
+    """
+    df = np.diff(indptr).astype(np.float64)
+    present = df > 0
+    n = float(n_live)
+    idf = np.zeros(len(df), dtype=np.float64)
+    dfp = df[present]
+    n_negative = 0
+    if variant == "okapi":
+        raw = np.log(n - dfp + 0.5) - np.log(dfp + 0.5)
+        negative = raw < 0
+        n_negative = int(negative.sum())
+        if n_negative:
+            # rank-bm25: the floor is epsilon times the mean of the *raw* idfs.
+            raw[negative] = epsilon * (raw.sum() / len(raw))
+        idf[present] = raw
+    elif variant == "bm25l":
+        idf[present] = np.log(n + 1) - np.log(dfp + 0.5)
+    elif variant == "bm25plus":
+        idf[present] = np.log((n + 1) / dfp)
+    else:  # lucene
+        idf[present] = np.log(1 + (n - dfp + 0.5) / (dfp + 0.5))
+    return idf, bool(np.all(idf[present] > 0)), n_negative
+
+
+def compute_weights(
+    postings: Postings,
+    doc_len: np.ndarray,
+    n_live: int,
+    total_len: int,
+    *,
+    variant: Variant,
+    k1: float,
+    b: float,
+    epsilon: float,
+    delta: float,
+) -> Weights:
+    """idf per term and the score of every posting, with rank-bm25's formulas.
+
+    ``postings`` must hold live rows only (see :func:`compact_postings`), so document
+    frequencies are ``diff(indptr)`` and terms without postings are out of the vocabulary
+    (idf 0), exactly as in a fresh build on the surviving rows.
+    """
+    idf, positive, n_negative = compute_idf(
+        postings.indptr, n_live, variant=variant, epsilon=epsilon
+    )
+    weights = np.empty(len(postings.docs), dtype=np.float64)
+    if len(weights) == 0:
+        return Weights(idf, weights, positive, n_negative)
+    avgdl = total_len / n_live
+    indptr = postings.indptr
+    # Term ranges of about _WEIGHT_CHUNK postings keep the float64 temporaries small.
+    cuts = np.searchsorted(indptr, np.arange(0, indptr[-1], _WEIGHT_CHUNK), side="right") - 1
+    bounds = [*np.unique(cuts).tolist(), len(indptr) - 1]
+    for t0, t1 in itertools.pairwise(bounds):
+        start, end = int(indptr[t0]), int(indptr[t1])
+        if start == end:
+            continue
+        tf = postings.tf[start:end].astype(np.float64)
+        dl = doc_len[postings.docs[start:end]].astype(np.float64)
+        idf_p = np.repeat(idf[t0:t1], np.diff(indptr[t0 : t1 + 1]))
+        # Same operation order as rank-bm25, so the floats agree to the last bits.
+        if variant in ("okapi", "lucene"):
+            w = idf_p * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
+        elif variant == "bm25l":
+            ctd = tf / (1 - b + b * dl / avgdl)
+            w = idf_p * tf * (k1 + 1) * (ctd + delta) / (k1 + ctd + delta)
+        else:  # bm25plus; the delta * idf part is added per query to every row
+            w = idf_p * ((tf * (k1 + 1)) / (k1 * (1 - b + b * dl / avgdl) + tf))
+        weights[start:end] = w
+    return Weights(idf, weights, positive, n_negative)
+
+
+def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best ``(row, score)`` pairs: score descending, ties by row ascending.
+
+    ``rows`` need not be sorted. Uses ``argpartition`` (linear) to find the k-th score,
+    then sorts only the rows at or above it, so ties at the boundary resolve by row.
+    """
+    if len(scores) > k:
+        kth = -np.partition(-scores, k - 1)[k - 1]
+        sel = np.flatnonzero(scores >= kth)
+        rows, scores = rows[sel], scores[sel]
+    order = np.lexsort((rows, -scores))[:k]
+    return rows[order].astype(np.int64, copy=False), scores[order]
