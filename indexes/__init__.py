@@ -1,9 +1,32 @@
-"""Tokenizer, BM25 index, embedders, faiss vector index and the on-disk index bundle."""
+"""Tokenizer, BM25 index, embedders, faiss vector index and the on-disk index bundle.
+
+Heavy libraries (torch, sentence-transformers, faiss) are imported only when a model is
+loaded or a vector index is made, so ``import indexes`` stays fast.
+"""
 
 from __future__ import annotations
 
 import logging
 
+from indexes.bm25 import BM25Index
+from indexes.bundle import Index, UpdateReport
+from indexes.embed import Embedder, SentenceTransformerEmbedder
+from indexes.embed_cache import CachedEmbedder, EmbeddingCache
+from indexes.settings import IndexSettings
+from indexes.tokenize import Tokenizer
+from indexes.vector import VectorIndex
+
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__: list[str] = []
+__all__ = [
+    "BM25Index",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbeddingCache",
+    "Index",
+    "IndexSettings",
+    "SentenceTransformerEmbedder",
+    "Tokenizer",
+    "UpdateReport",
+    "VectorIndex",
+]

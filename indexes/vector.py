@@ -1,0 +1,676 @@
+"""A faiss vector index: cosine search, external row ids, delete, exact-k pre-filtering.
+
+Choices:
+
+- Metric: inner product over L2-normalised vectors, so scores are cosines in [-1, 1]
+  (higher is better). Vectors are normalised on ``add`` and queries on ``search``; a zero
+  vector stays zero and scores 0 against everything.
+- Kinds: ``flat`` (exact, ``IndexFlatIP``; the default and the right choice up to a few
+  hundred thousand vectors), ``hnsw`` (``IndexHNSWFlat``) and ``ivf`` (``IndexIVFFlat``).
+- Row ids: callers add vectors under their own non-negative int64 ``rows`` (chunk-store
+  positions). faiss works on internal *labels*; a label → row array (saved as ``rows.npy``)
+  maps them back. This replaces ``IndexIDMap2``, which cannot serve all three kinds: its
+  ``remove_ids`` corrupts an IVF sub-index (IVF does not renumber), HNSW cannot remove at all,
+  and re-adding a deleted row to HNSW would collide with its tombstone.
+
+  * ``flat``: delete really removes (faiss compacts, label == position stays true).
+  * ``hnsw``: faiss cannot remove from the graph, so a deleted label becomes a tombstone
+    (``rows[label] == -1``) that every search excludes with an ID selector. Tombstones
+    still cost traversal time; :meth:`VectorIndex.compact` rebuilds the graph without them.
+  * ``ivf``: labels are given with ``add_with_ids`` and deleted with ``remove_ids``.
+
+- Filters are PRE-filters: the allowed rows become a bitmap over labels
+  (``faiss.IDSelectorBitmap``) passed in ``SearchParameters`` / ``SearchParametersHNSW`` /
+  ``SearchParametersIVF``, so faiss only ever returns allowed rows. Flat search is then
+  exact; when an approximate kind returns fewer than ``min(k, allowed)`` hits (HNSW under a
+  selective filter), that query is redone exactly over the allowed rows, so k results come
+  back whenever k allowed rows exist. faiss's ``-1`` padding never leaves this module.
+- Unfiltered flat batches of 32 queries or more are scored with a numpy matrix product on
+  faiss's stored vectors (zero-copy): measured 2-3x faster than faiss's own flat batch
+  search on 2 cores, same exact results. Single queries and filtered searches use faiss.
+- IVF needs training. An ``ivf`` index holds its vectors in an exact flat index until it
+  has ``39 * nlist`` of them (faiss's minimum of 39 training points per centroid; 10,000
+  when ``nlist`` is automatic, below which exact search is as fast anyway), then trains
+  on everything it holds and switches; ``nlist`` defaults to ``4 * sqrt(n)``. Centroids are
+  not retrained later: rebuild after the corpus has changed a lot.
+- Persistence: ``index.faiss`` (faiss's own ``write_index``), ``rows.npy`` and the manifest
+  ``vector.json`` with SHA-256 checksums, verified BEFORE faiss reads a byte: a ``.faiss``
+  file is native code input, so load only indexes you built (faiss issue #5400). ``mmap``
+  uses ``IO_FLAG_MMAP_IFC`` (zero-copy for all three kinds in faiss ≥ 1.10); a memory-mapped
+  index is copied into memory on its first ``add``/``delete``, because faiss aborts the
+  process when a mapped array is resized.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from indexes._persist import fsync_dir, load_npy, read_manifest, save_npy, write_manifest
+from parsers._optional import require
+from parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
+
+__all__ = ["MANIFEST", "VectorIndex", "VectorKind"]
+
+logger = logging.getLogger(__name__)
+
+VectorKind = Literal["flat", "hnsw", "ivf"]
+_KINDS: tuple[str, ...] = ("flat", "hnsw", "ivf")
+
+MANIFEST = "vector.json"
+"""Name of the manifest written by :meth:`VectorIndex.save`."""
+_INDEX_FILE = "index.faiss"
+_ROWS_FILE = "rows.npy"
+_FORMAT = "faiss"
+_VERSION = 1
+_METRIC = "inner_product"
+_IVF_AUTO_MIN_TRAIN = 10_000
+_IVF_POINTS_PER_LIST = 39
+_NUMPY_BATCH_MIN = 32  # flat batches at least this large are scored with numpy (measured)
+_BLOCK_FLOATS = 1 << 24  # similarity block of 64 MB per matrix product
+
+Rows = npt.NDArray[np.int64]
+Scores = npt.NDArray[np.float32]
+Allow = npt.ArrayLike | None
+
+
+def _faiss() -> Any:
+    return require("faiss", package="faiss-cpu")
+
+
+def _positive(name: str, value: object, *, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        msg = f"{name} must be a positive integer{' or None' if optional else ''}, got {value!r}"
+        raise ConfigError(msg)
+
+
+def _normalise(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    out: npt.NDArray[np.float32] = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+    return out
+
+
+class VectorIndex:
+    """Cosine-similarity index over faiss with row ids, delete and exact-k filters.
+
+    Example:
+        >>> index = VectorIndex(3)
+        >>> index.add([10, 11], [[1, 0, 0], [0, 1, 0]])
+        >>> index.search([1, 0.1, 0], k=5)
+        (array([10, 11]), array([0.99503714, 0.09950372], dtype=float32))
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        kind: VectorKind = "flat",
+        *,
+        hnsw_m: int = 32,
+        ef_search: int = 64,
+        ef_construction: int = 40,
+        nlist: int | None = None,
+        nprobe: int | None = None,
+    ) -> None:
+        """Create an empty index (faiss is imported here, not at module import).
+
+        Args:
+            dim: vector dimension.
+            kind: ``"flat"`` (exact), ``"hnsw"`` or ``"ivf"`` (approximate).
+            hnsw_m: HNSW graph degree (faiss ``M``).
+            ef_search: HNSW candidate list size at search time (raised to k when smaller);
+                64 gives recall@10 ≈ 0.98 on 20k random 32-d vectors.
+            ef_construction: HNSW candidate list size while building (faiss default 40).
+            nlist: number of IVF lists; ``None`` picks ``4 * sqrt(n)`` at training time.
+            nprobe: IVF lists visited per query; ``None`` picks ``max(16, nlist // 8)``
+                (recall@10 ≈ 0.95 against flat on SciFact with MiniLM and nlist=64).
+
+        Raises:
+            ConfigError: a bad kind or parameter.
+            MissingDependencyError: faiss is not installed.
+        """
+        _positive("dim", dim)
+        if kind not in _KINDS:
+            msg = f"kind must be one of {', '.join(_KINDS)}; got {kind!r}"
+            raise ConfigError(msg)
+        for name, value in (
+            ("hnsw_m", hnsw_m),
+            ("ef_search", ef_search),
+            ("ef_construction", ef_construction),
+        ):
+            _positive(name, value)
+        _positive("nlist", nlist, optional=True)
+        _positive("nprobe", nprobe, optional=True)
+        self._faiss = _faiss()
+        self.dim = dim
+        self.kind: VectorKind = kind
+        self.hnsw_m = hnsw_m
+        self.ef_search = ef_search
+        self.ef_construction = ef_construction
+        self.nlist = nlist
+        self.nprobe = nprobe
+        self._rows: Rows = np.zeros(0, dtype=np.int64)  # label -> row, -1 = deleted
+        self._sorted_rows: Rows = np.zeros(0, dtype=np.int64)  # live rows, ascending
+        self._sorted_labels: Rows = np.zeros(0, dtype=np.int64)  # their labels
+        self._live_bitmap: npt.NDArray[np.uint8] | None = None
+        self._mapped = False
+        self._lock = threading.RLock()
+        self.model_id: str | None = None
+        """Embedding model id recorded by :meth:`save` or read by :meth:`load`."""
+        self._index: Any = self._new_index()
+
+    # ----------------------------------------------------------------- construction
+    def _new_index(self) -> Any:
+        faiss = self._faiss
+        if self.kind == "hnsw":
+            index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = self.ef_construction
+            index.hnsw.efSearch = self.ef_search
+            return index
+        return faiss.IndexFlatIP(self.dim)  # flat, and ivf until it is trained
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Settings as a JSON-ready dict (saved in the manifest; used to rebuild)."""
+        out: dict[str, Any] = {"kind": self.kind, "dim": self.dim, "metric": _METRIC}
+        if self.kind == "hnsw":
+            out |= {
+                "hnsw_m": self.hnsw_m,
+                "ef_search": self.ef_search,
+                "ef_construction": self.ef_construction,
+            }
+        elif self.kind == "ivf":
+            out |= {"nlist": self.nlist, "nprobe": self.nprobe, "trained": self.trained}
+        return out
+
+    @property
+    def trained(self) -> bool:
+        """False only for an ``ivf`` index still searching exactly before training."""
+        return self.kind != "ivf" or self._is_ivf()
+
+    def _is_ivf(self) -> bool:
+        return bool(isinstance(self._index, self._faiss.IndexIVF))
+
+    @property
+    def ntotal(self) -> int:
+        """Number of live (not deleted) vectors."""
+        return len(self._sorted_rows)
+
+    def __len__(self) -> int:
+        return self.ntotal
+
+    def __contains__(self, row: object) -> bool:
+        if isinstance(row, bool) or not isinstance(row, int | np.integer):
+            return False
+        i = int(np.searchsorted(self._sorted_rows, row))
+        return i < len(self._sorted_rows) and int(self._sorted_rows[i]) == row
+
+    def __repr__(self) -> str:
+        return f"VectorIndex(dim={self.dim}, kind={self.kind!r}, ntotal={self.ntotal})"
+
+    @property
+    def rows(self) -> Rows:
+        """The live rows, ascending (a copy)."""
+        return self._sorted_rows.copy()
+
+    # ----------------------------------------------------------------- validation
+    def _matrix(self, vectors: npt.ArrayLike, what: str) -> npt.NDArray[np.float32]:
+        x = np.asarray(vectors, dtype=np.float32)
+        if x.size == 0 and x.ndim == 1:  # an empty list: nothing to add or search
+            x = x.reshape(0, self.dim)
+        if x.ndim == 1 and what == "query":
+            x = x[None, :]
+        if x.ndim != 2 or (x.shape[0] and x.shape[1] != self.dim) or x.shape[1:] == (0,):
+            got = x.shape[-1] if x.ndim else "a scalar"
+            msg = (
+                f"{what} vectors must have shape (n, {self.dim}); got {x.shape} "
+                f"(dim {got}); embed with the model this index was built with"
+            )
+            raise DimensionMismatchError(msg)
+        if not np.isfinite(x).all():
+            msg = f"{what} vectors contain NaN or infinity"
+            raise ConfigError(msg)
+        return np.ascontiguousarray(_normalise(x))
+
+    @staticmethod
+    def _row_array(rows: npt.ArrayLike, name: str = "rows") -> Rows:
+        arr = np.asarray(rows)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer)):
+            msg = f"{name} must be a 1-D sequence of integers, got dtype {arr.dtype}"
+            raise ConfigError(msg)
+        out = arr.astype(np.int64)
+        if (out < 0).any():
+            msg = f"{name} must be non-negative, got {int(out.min())}"
+            raise ConfigError(msg)
+        return out
+
+    def _labels_of(self, rows: Rows) -> tuple[Rows, npt.NDArray[np.bool_]]:
+        """Labels of ``rows`` (where found) and the found mask."""
+        if len(self._sorted_rows) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(len(rows), dtype=bool)
+        pos = np.minimum(np.searchsorted(self._sorted_rows, rows), len(self._sorted_rows) - 1)
+        found = self._sorted_rows[pos] == rows
+        return self._sorted_labels[pos[found]], found
+
+    def _rebuild_lookup(self) -> None:
+        labels = np.flatnonzero(self._rows >= 0).astype(np.int64)
+        order = np.argsort(self._rows[labels], kind="stable")
+        self._sorted_labels = labels[order]
+        self._sorted_rows = self._rows[self._sorted_labels]
+        self._live_bitmap = None
+
+    def _own(self) -> None:
+        """Copy a memory-mapped index into memory before mutating it (see module doc)."""
+        if self._mapped:
+            faiss = self._faiss
+            self._index = faiss.deserialize_index(faiss.serialize_index(self._index))
+            self._mapped = False
+            logger.info("vector index: copied memory-mapped index into memory to modify it")
+
+    # ----------------------------------------------------------------- mutation
+    def add(self, rows: npt.ArrayLike, vectors: npt.ArrayLike) -> None:
+        """Add vectors under the given rows.
+
+        Args:
+            rows: one distinct non-negative integer id per vector, not in the index yet.
+            vectors: array-like of shape ``(n, dim)``; normalised before storing.
+
+        Raises:
+            ConfigError: rows and vectors differ in length, rows repeat or exist already,
+                are negative, or a vector is not finite.
+            DimensionMismatchError: vectors of another dimension.
+        """
+        row_arr = self._row_array(rows)
+        x = self._matrix(vectors, "added")
+        if len(row_arr) != len(x):
+            msg = f"got {len(row_arr)} rows for {len(x)} vectors; pass one row id per vector"
+            raise ConfigError(msg)
+        if len(row_arr) == 0:
+            return
+        ordered = np.sort(row_arr)
+        repeats = ordered[1:][np.diff(ordered) == 0]
+        if len(repeats):
+            msg = f"rows must be distinct; row {int(repeats[0])} appears more than once"
+            raise ConfigError(msg)
+        with self._lock:
+            _, present = self._labels_of(row_arr)
+            if present.any():
+                msg = (
+                    f"row {int(row_arr[present][0])} is already in the index; "
+                    "delete it first to replace its vector"
+                )
+                raise ConfigError(msg)
+            self._own()
+            start = len(self._rows)
+            labels = np.arange(start, start + len(x), dtype=np.int64)
+            if self._is_ivf():
+                self._index.add_with_ids(x, labels)
+            else:
+                self._index.add(x)
+            self._rows = np.concatenate([self._rows, row_arr])
+            merged_rows = np.concatenate([self._sorted_rows, row_arr])
+            order = np.argsort(merged_rows, kind="stable")
+            self._sorted_rows = merged_rows[order]
+            self._sorted_labels = np.concatenate([self._sorted_labels, labels])[order]
+            self._live_bitmap = None
+            if self.kind == "ivf" and not self._is_ivf() and self.ntotal >= self._train_min():
+                self._train_ivf()
+        logger.debug("vector index: added %d vectors (ntotal=%d)", len(x), self.ntotal)
+
+    def delete(self, rows: npt.ArrayLike) -> int:
+        """Delete rows; rows not in the index are ignored.
+
+        Returns:
+            The number of rows actually deleted.
+
+        Raises:
+            ConfigError: rows are not non-negative integers.
+        """
+        row_arr = np.unique(self._row_array(rows))
+        with self._lock:
+            labels, _ = self._labels_of(row_arr)
+            if len(labels) == 0:
+                return 0
+            self._own()
+            faiss = self._faiss
+            if self.kind == "hnsw":
+                self._rows[labels] = -1  # tombstones, see module docstring
+            elif self._is_ivf():
+                self._index.remove_ids(faiss.IDSelectorBatch(labels))
+                self._rows[labels] = -1
+            else:  # flat storage compacts, keeping label == position
+                self._index.remove_ids(faiss.IDSelectorBatch(labels))
+                self._rows = np.delete(self._rows, labels)
+            self._rebuild_lookup()
+        logger.debug("vector index: deleted %d rows (ntotal=%d)", len(labels), self.ntotal)
+        return len(labels)
+
+    def compact(self) -> None:
+        """Rebuild an HNSW graph without its tombstones (other kinds are always compact)."""
+        with self._lock:
+            live = np.flatnonzero(self._rows >= 0)
+            if self.kind != "hnsw" or len(live) == len(self._rows):
+                return
+            vectors = self._stored_vectors()[live]
+            rows = self._rows[live]
+            self._index = self._new_index()
+            self._mapped = False
+            self._rows = np.zeros(0, dtype=np.int64)
+            self._sorted_rows = np.zeros(0, dtype=np.int64)
+            self._sorted_labels = np.zeros(0, dtype=np.int64)
+            self.add(rows, vectors)
+
+    def _stored_vectors(self) -> npt.NDArray[np.float32]:
+        """A read-only view of a flat or HNSW index's stored vectors, by label."""
+        faiss = self._faiss
+        flat = faiss.downcast_index(self._index.storage) if self.kind == "hnsw" else self._index
+        n = int(flat.ntotal)
+        if n == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        view: npt.NDArray[np.float32] = faiss.rev_swig_ptr(flat.get_xb(), n * self.dim)
+        return view.reshape(n, self.dim)
+
+    def _train_min(self) -> int:
+        if self.nlist is None:
+            return _IVF_AUTO_MIN_TRAIN
+        return _IVF_POINTS_PER_LIST * self.nlist
+
+    def _train_ivf(self) -> None:
+        faiss = self._faiss
+        x = self._stored_vectors().copy()  # flat: label == position
+        nlist = self.nlist or max(1, min(int(4 * math.sqrt(len(x))), len(x) // 39))
+        started = time.perf_counter()
+        quantizer = faiss.IndexFlatIP(self.dim)
+        ivf = faiss.IndexIVFFlat(quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        ivf.train(x)
+        ivf.add_with_ids(x, np.arange(len(x), dtype=np.int64))
+        ivf.nprobe = self._nprobe(nlist)
+        self._index = ivf
+        self.nlist = nlist
+        logger.info(
+            "vector index: trained IVF with nlist=%d on %d vectors in %.2fs",
+            nlist,
+            len(x),
+            time.perf_counter() - started,
+        )
+
+    def _nprobe(self, nlist: int) -> int:
+        return min(nlist, self.nprobe or max(16, nlist // 8))
+
+    # ----------------------------------------------------------------- search
+    def search(self, vector: npt.ArrayLike, k: int, allow: Allow = None) -> tuple[Rows, Scores]:
+        """Return the ``k`` rows most similar to one query vector.
+
+        Args:
+            vector: query of shape ``(dim,)`` (normalised here).
+            k: number of results wanted; clamped to the number of candidate rows.
+            allow: optional pre-filter, either a boolean mask indexed by row (rows beyond
+                its length are excluded) or a sequence of allowed rows.
+
+        Returns:
+            ``(rows, scores)``: int64 rows and float32 cosine scores, best first, without
+            padding; exactly ``min(k, candidates)`` of them.
+
+        Raises:
+            ConfigError: ``k`` is not a positive integer, or ``allow`` is malformed.
+            DimensionMismatchError: the query has another dimension.
+        """
+        q = np.asarray(vector, dtype=np.float32)
+        if q.ndim != 1:
+            msg = f"search takes one vector of shape ({self.dim},), got {q.shape}; use search_batch"
+            raise DimensionMismatchError(msg)
+        return self.search_batch(q[None, :], k, allow)[0]
+
+    def search_batch(
+        self, vectors: npt.ArrayLike, k: int, allow: Allow = None
+    ) -> list[tuple[Rows, Scores]]:
+        """Search several queries at once (one BLAS matrix product for the whole batch).
+
+        Args:
+            vectors: queries of shape ``(n, dim)``.
+            k: number of results per query; clamped to the number of candidate rows.
+            allow: one pre-filter applied to every query (see :meth:`search`).
+
+        Returns:
+            One ``(rows, scores)`` pair per query, aligned with ``vectors``.
+
+        Raises:
+            ConfigError: ``k`` is not a positive integer, or ``allow`` is malformed.
+            DimensionMismatchError: queries of another dimension.
+        """
+        _positive("k", k)
+        q = self._matrix(vectors, "query")
+        with self._lock:
+            mask = self._allowed_labels(allow)
+            n_candidates = self.ntotal if mask is None else int(np.count_nonzero(mask))
+            kk = min(k, n_candidates)
+            if kk == 0 or len(q) == 0:
+                empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+                return [empty for _ in range(len(q))]
+            if mask is None and len(q) >= _NUMPY_BATCH_MIN and not self._approximate():
+                scores, labels = self._numpy_top_k(q, kk)
+            else:
+                params = self._search_params(mask, n_candidates)
+                scores, labels = self._index.search(q, kk, params=params)
+            found = np.count_nonzero(labels >= 0, axis=1)
+            rows = self._rows[np.maximum(labels, 0)]  # one gather for the whole batch
+            scores = scores.astype(np.float32, copy=False)
+            out = []
+            for i in range(len(q)):
+                if found[i] < kk:  # only approximate kinds fall short (faiss pads with -1)
+                    logger.debug("approximate search found %d < %d; exact fallback", found[i], kk)
+                    lab, sco = self._exact(q[i], mask, kk)
+                    out.append((self._rows[lab], sco))
+                else:
+                    out.append((rows[i], scores[i]))
+        return out
+
+    def _approximate(self) -> bool:
+        return self.kind == "hnsw" or self._is_ivf()
+
+    def _numpy_top_k(
+        self, q: npt.NDArray[np.float32], k: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Exact top-k of a flat index by matrix product, in blocks of queries.
+
+        faiss's flat search is fastest for a few queries, but for a batch numpy's BLAS
+        product plus ``argpartition`` measured 2-3x faster (``eval/bench_vector.py``).
+        """
+        x = self._stored_vectors()  # flat: label == position
+        scores = np.empty((len(q), k), dtype=np.float32)
+        labels = np.empty((len(q), k), dtype=np.int64)
+        block = max(1, _BLOCK_FLOATS // max(1, len(x)))
+        for start in range(0, len(q), block):
+            sims = q[start : start + block] @ x.T
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+            part = np.take_along_axis(sims, top, axis=1)
+            order = np.argsort(-part, axis=1, kind="stable")
+            labels[start : start + block] = np.take_along_axis(top, order, axis=1)
+            scores[start : start + block] = np.take_along_axis(part, order, axis=1)
+        return scores, labels
+
+    def _allowed_labels(self, allow: Allow) -> npt.NDArray[np.bool_] | None:
+        """Boolean mask over labels: allowed by ``allow`` and live; ``None`` = no filter."""
+        if allow is None:
+            return None
+        arr = np.asarray(allow)
+        if arr.dtype == np.bool_:
+            if arr.ndim != 1:
+                msg = f"allow mask must be 1-D (one flag per row), got shape {arr.shape}"
+                raise ConfigError(msg)
+            ok = (self._rows >= 0) & (self._rows < len(arr))
+            ok[ok] = arr[self._rows[ok]]
+            return ok
+        labels, _ = self._labels_of(np.unique(self._row_array(arr, "allow")))
+        ok = np.zeros(len(self._rows), dtype=bool)
+        ok[labels] = True
+        return ok
+
+    def _search_params(self, mask: npt.NDArray[np.bool_] | None, n_candidates: int) -> Any:
+        faiss = self._faiss
+        bitmap: npt.NDArray[np.uint8] | None = None
+        if mask is not None and n_candidates < len(self._rows):
+            bitmap = np.packbits(mask, bitorder="little")
+        elif self.kind == "hnsw" and n_candidates < len(self._rows):  # tombstones
+            if self._live_bitmap is None:
+                self._live_bitmap = np.packbits(self._rows >= 0, bitorder="little")
+            bitmap = self._live_bitmap
+        sel = faiss.IDSelectorBitmap(bitmap) if bitmap is not None else None
+        if self.kind == "hnsw":
+            return faiss.SearchParametersHNSW(sel=sel, efSearch=self.ef_search)
+        if self._is_ivf():
+            return faiss.SearchParametersIVF(sel=sel, nprobe=self._nprobe(self._index.nlist))
+        return faiss.SearchParameters(sel=sel) if sel is not None else None
+
+    def _exact(
+        self, q: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_] | None, k: int
+    ) -> tuple[Rows, Scores]:
+        """Exact top-k over the candidate labels, for when an approximate kind fell short."""
+        if self._is_ivf():  # visiting every list makes IVF-Flat exact
+            params = self._search_params(mask, self.ntotal if mask is None else int(mask.sum()))
+            params.nprobe = self._index.nlist
+            scores, labels = self._index.search(q[None, :], k, params=params)
+            keep = labels[0] >= 0
+            return labels[0][keep], scores[0][keep]
+        candidates = np.flatnonzero(self._rows >= 0 if mask is None else mask)
+        sims = self._stored_vectors()[candidates] @ q
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return candidates[top].astype(np.int64), sims[top].astype(np.float32)
+
+    # ----------------------------------------------------------------- persistence
+    def save(self, directory: str | os.PathLike[str], *, model_id: str | None = None) -> None:
+        """Write ``index.faiss``, ``rows.npy`` and the manifest ``vector.json``.
+
+        The directory is created if needed; files are fsynced and the manifest is written
+        last. For crash-safe replacement save into a fresh directory and switch to it (the
+        index bundle does that).
+
+        Args:
+            directory: target directory.
+            model_id: the embedding model's id, recorded in the manifest as metadata.
+        """
+        faiss = self._faiss
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            tmp = path / f".{_INDEX_FILE}.tmp"
+            faiss.write_index(self._index, str(tmp))
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.replace(tmp, path / _INDEX_FILE)
+            save_npy(path / _ROWS_FILE, self._rows)
+            data = {
+                **self.params,
+                "normalized": True,
+                "ntotal": self.ntotal,
+                "n_labels": len(self._rows),
+                "model_id": model_id,
+            }
+            write_manifest(
+                path,
+                MANIFEST,
+                fmt=_FORMAT,
+                version=_VERSION,
+                files=[_INDEX_FILE, _ROWS_FILE],
+                data=data,
+                sealed=True,
+            )
+            fsync_dir(path)
+        self.model_id = model_id
+        logger.info("vector index: saved %d vectors (%s) to %s", self.ntotal, self.kind, path)
+
+    @classmethod
+    def load(
+        cls, directory: str | os.PathLike[str], mmap: bool = False, *, dim: int | None = None
+    ) -> VectorIndex:
+        """Load an index written by :meth:`save`, verifying checksums before faiss reads it.
+
+        Args:
+            directory: the directory given to :meth:`save`.
+            mmap: memory-map the faiss file instead of reading it into memory.
+            dim: if given, the dimension the caller's embedder produces.
+
+        Returns:
+            The index, with ``model_id`` from the manifest.
+
+        Raises:
+            IndexLoadError: a file is missing, corrupt, tampered or inconsistent (names it).
+            IndexVersionError: the manifest's format version is too new.
+            DimensionMismatchError: the index dimension differs from ``dim``.
+        """
+        path = Path(directory)
+        manifest = read_manifest(
+            path, MANIFEST, fmt=_FORMAT, version=_VERSION, verify=True, sealed=True
+        )
+        mpath = path / MANIFEST
+        try:
+            kind = manifest["kind"]
+            saved_dim = int(manifest["dim"])
+            n_labels = int(manifest["n_labels"])
+            ntotal = int(manifest["ntotal"])
+            index = cls(
+                saved_dim,
+                kind,
+                hnsw_m=int(manifest.get("hnsw_m", 32)),
+                ef_search=int(manifest.get("ef_search", 64)),
+                ef_construction=int(manifest.get("ef_construction", 40)),
+                nlist=manifest.get("nlist"),
+                nprobe=manifest.get("nprobe"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IndexLoadError(mpath, f"invalid vector index manifest ({exc})") from exc
+        if manifest.get("metric") != _METRIC:
+            raise IndexLoadError(mpath, f"unsupported metric {manifest.get('metric')!r}")
+        if dim is not None and dim != saved_dim:
+            msg = (
+                f"{mpath}: the index holds {saved_dim}-dim vectors but the embedder gives "
+                f"{dim}-dim ones; rebuild the index with this model or use the original model"
+            )
+            raise DimensionMismatchError(msg)
+        rows = load_npy(path / _ROWS_FILE)
+        if rows.dtype != np.int64 or rows.ndim != 1 or len(rows) != n_labels:
+            raise IndexLoadError(path / _ROWS_FILE, f"expected {n_labels} int64 row ids")
+        faiss = index._faiss
+        fpath = path / _INDEX_FILE
+        flags = faiss.IO_FLAG_MMAP_IFC if mmap else 0
+        try:
+            raw = faiss.read_index(str(fpath), flags)
+        except RuntimeError as exc:
+            raise IndexLoadError(fpath, f"faiss could not read the index ({exc})") from exc
+        expected = faiss.IndexHNSWFlat if kind == "hnsw" else faiss.IndexFlatIP
+        if kind == "ivf" and manifest.get("trained"):
+            expected = faiss.IndexIVFFlat
+        if not isinstance(raw, expected) or raw.d != saved_dim:
+            found = f"a {type(raw).__name__} of dim {raw.d}"
+            msg = f"holds {found}, but the manifest says {kind} of dim {saved_dim}"
+            raise IndexLoadError(fpath, msg)
+        live = int(np.count_nonzero(rows >= 0))
+        stored = (
+            n_labels if kind in ("flat", "hnsw") or not isinstance(raw, faiss.IndexIVF) else live
+        )
+        if live != ntotal or int(raw.ntotal) != stored:
+            msg = f"holds {raw.ntotal} vectors, manifest expects {ntotal} live of {n_labels}"
+            raise IndexLoadError(fpath, msg)
+        index._index = raw
+        index._mapped = mmap
+        index._rows = rows.copy()
+        index._rebuild_lookup()
+        if kind == "ivf" and index._is_ivf():
+            index.nlist = int(raw.nlist)
+        index.model_id = manifest.get("model_id")
+        logger.info("vector index: loaded %d vectors (%s) from %s", ntotal, kind, path)
+        return index

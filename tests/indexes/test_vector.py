@@ -1,0 +1,243 @@
+"""VectorIndex search, delete and filters, checked against a numpy brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from indexes.testing import FakeEmbedder
+from indexes.vector import VectorIndex
+from parsers.errors import ConfigError, DimensionMismatchError
+
+DIM = 24
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def brute(
+    rows: np.ndarray, vectors: np.ndarray, query: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact cosine top-k with numpy: the oracle."""
+    sims = unit(vectors) @ unit(query)
+    order = np.argsort(-sims, kind="stable")[:k]
+    return rows[order], sims[order]
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((1001, DIM)).astype(np.float32) * 3.0  # not normalised
+    rows = rng.permutation(5000)[:1001].astype(np.int64) * 2 + 5  # sparse, unordered
+    queries = rng.standard_normal((33, DIM)).astype(np.float32)
+    return rows, vectors, queries
+
+
+def build(kind: str, rows: np.ndarray, vectors: np.ndarray, **kw: object) -> VectorIndex:
+    index = VectorIndex(DIM, kind, **kw)  # type: ignore[arg-type]
+    index.add(rows[:500], vectors[:500])  # two batches: incremental add
+    index.add(rows[500:], vectors[500:])
+    return index
+
+
+@pytest.mark.parametrize("n_queries", [1, 7, 33])  # 33: the numpy batch path
+@pytest.mark.parametrize("k", [1, 10, 97])
+def test_flat_equals_numpy_brute_force(data, n_queries: int, k: int) -> None:
+    rows, vectors, queries = data
+    index = build("flat", rows, vectors)
+    results = index.search_batch(queries[:n_queries], k)
+    assert len(results) == n_queries
+    for query, (got_rows, got_scores) in zip(queries[:n_queries], results, strict=True):
+        want_rows, want_scores = brute(rows, vectors, query, k)
+        assert got_rows.dtype == np.int64 and got_scores.dtype == np.float32
+        np.testing.assert_array_equal(got_rows, want_rows)
+        np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
+
+
+def test_single_search_equals_batch(data) -> None:
+    rows, vectors, queries = data
+    index = build("flat", rows, vectors)
+    for query, (b_rows, b_scores) in zip(
+        queries[:5], index.search_batch(queries[:5], 9), strict=True
+    ):
+        s_rows, s_scores = index.search(query, 9)
+        np.testing.assert_array_equal(s_rows, b_rows)
+        np.testing.assert_allclose(s_scores, b_scores, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_k_clamped_and_no_padding(kind: str, data) -> None:
+    rows, vectors, queries = data
+    index = VectorIndex(DIM, kind)  # type: ignore[arg-type]
+    assert index.search(queries[0], 5)[0].size == 0  # empty index: empty, not an error
+    index.add([], [])  # nothing to add is not an error either
+    assert index.search_batch([], 5) == []
+    index.add(rows[:6], vectors[:6])
+    got_rows, got_scores = index.search(queries[0], 50)
+    assert len(got_rows) == len(got_scores) == 6
+    assert set(got_rows.tolist()) == set(rows[:6].tolist())
+    assert (got_rows >= 0).all()
+    assert np.all(np.diff(got_scores) <= 1e-7)  # best first
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_delete_gives_exact_k_over_remaining(kind: str, data) -> None:
+    rows, vectors, queries = data
+    index = build(kind, rows, vectors, nlist=4, nprobe=4)  # ivf trains at 156 vectors
+    gone = rows[::3]
+    assert index.delete(np.concatenate([gone, [999_999]])) == len(gone)  # unknown row ignored
+    assert index.delete(gone) == 0
+    assert len(index) == len(rows) - len(gone)
+    keep = ~np.isin(rows, gone)
+    for query in queries[:5]:
+        got_rows, got_scores = index.search(query, 20)
+        want_rows, want_scores = brute(rows[keep], vectors[keep], query, 20)
+        assert len(got_rows) == 20
+        assert not np.isin(got_rows, gone).any()
+        if kind == "flat":
+            np.testing.assert_array_equal(got_rows, want_rows)
+            np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+@pytest.mark.parametrize("form", ["mask", "list"])
+def test_prefilter_returns_exact_k(kind: str, form: str, data) -> None:
+    rows, vectors, queries = data
+    index = build(kind, rows, vectors, nlist=4, nprobe=1)
+    rng = np.random.default_rng(3)
+    for n_allowed in (3, 12, 400):
+        allowed = rng.choice(rows, size=n_allowed, replace=False)
+        if form == "mask":
+            allow: object = np.zeros(rows.max() + 1, dtype=bool)
+            allow[allowed] = True  # type: ignore[index]
+        else:
+            allow = [*allowed.tolist(), 123_456_789]  # unknown rows are just not candidates
+        sub = np.isin(rows, allowed)
+        for query in queries[:4]:
+            got_rows, got_scores = index.search(query, 10, allow=allow)  # type: ignore[arg-type]
+            assert len(got_rows) == min(10, n_allowed)
+            assert np.isin(got_rows, allowed).all()
+            assert len(set(got_rows.tolist())) == len(got_rows)
+            want_rows, want_scores = brute(rows[sub], vectors[sub], query, 10)
+            if kind == "flat" or n_allowed <= 12:  # flat and the exact fallback are exact
+                np.testing.assert_array_equal(got_rows, want_rows)
+                np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
+
+
+def test_filter_mask_shorter_than_rows_excludes_the_rest(data) -> None:
+    rows, vectors, queries = data
+    index = build("flat", rows, vectors)
+    mask = np.ones(100, dtype=bool)  # only rows < 100 allowed
+    got_rows, _ = index.search_batch(queries[:3], 1000, allow=mask)[0]
+    assert set(got_rows.tolist()) == {int(r) for r in rows if r < 100}
+    assert index.search(queries[0], 5, allow=np.zeros(10, dtype=bool))[0].size == 0
+    assert index.search(queries[0], 5, allow=[])[0].size == 0
+
+
+def test_hnsw_recall_at_10_against_flat() -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((20_000, 32)).astype(np.float32)
+    queries = rng.standard_normal((200, 32)).astype(np.float32)
+    rows = np.arange(20_000)
+    flat, hnsw = VectorIndex(32), VectorIndex(32, "hnsw")
+    flat.add(rows, vectors)
+    hnsw.add(rows, vectors)
+    exact = flat.search_batch(queries, 10)
+    approx = hnsw.search_batch(queries, 10)
+    recall = np.mean([len(set(a[0]) & set(e[0])) / 10 for a, e in zip(approx, exact, strict=True)])
+    assert recall >= 0.95, recall
+
+
+def test_ivf_trains_once_it_has_enough_vectors(data) -> None:
+    rows, vectors, queries = data
+    index = VectorIndex(DIM, "ivf", nlist=8, nprobe=8)  # trains at 39 * 8 = 312 vectors
+    index.add(rows[:300], vectors[:300])
+    assert not index.trained and index.params["trained"] is False
+    index.add(rows[300:], vectors[300:])
+    assert index.trained and index.params["nlist"] == 8
+    for query in queries[:5]:  # nprobe == nlist: IVF-Flat is exact
+        np.testing.assert_array_equal(
+            index.search(query, 10)[0], brute(rows, vectors, query, 10)[0]
+        )
+
+
+def test_hnsw_readd_deleted_row_and_compact(data) -> None:
+    rows, vectors, queries = data
+    index = build("hnsw", rows[:200], vectors[:200])
+    target = int(rows[10])
+    index.delete([target])
+    assert target not in index
+    index.add([target], queries[:1])  # a new vector under the same row
+    assert index.search(queries[0], 1)[0].tolist() == [target]
+    index.compact()
+    assert len(index) == 200 and index.search(queries[0], 1)[0].tolist() == [target]
+    assert index.search(vectors[11], 1)[0].tolist() == [int(rows[11])]
+
+
+def test_zero_vector_scores_zero() -> None:
+    index = VectorIndex(3)
+    index.add([0, 1], [[0, 0, 0], [1, 0, 0]])
+    got_rows, got_scores = index.search([1, 0, 0], 2)
+    assert got_rows.tolist() == [1, 0]
+    np.testing.assert_allclose(got_scores, [1.0, 0.0], atol=1e-7)
+
+
+def test_fake_embedder_end_to_end() -> None:
+    emb = FakeEmbedder(dim=128)
+    texts = ["the red apple pie", "a green apple tree", "quantum field theory", "apple pie recipe"]
+    index = VectorIndex(emb.dim)
+    index.add(range(len(texts)), emb.embed_documents(texts))
+    got_rows, _ = index.search(emb.embed_query("apple pie"), 2)
+    assert set(got_rows.tolist()) == {0, 3}
+
+
+@pytest.mark.parametrize(
+    ("rows", "vectors", "error", "match"),
+    [
+        ([0, 1], np.ones((2, DIM + 1)), DimensionMismatchError, "must have shape"),
+        ([0], np.ones(DIM), DimensionMismatchError, "must have shape"),
+        ([0, 0], np.ones((2, DIM)), ConfigError, "row 0 appears more than once"),
+        ([0, 1, 2], np.ones((2, DIM)), ConfigError, "3 rows for 2 vectors"),
+        ([-1], np.ones((1, DIM)), ConfigError, "non-negative"),
+        ([0.5], np.ones((1, DIM)), ConfigError, "integers"),
+        ([0], np.full((1, DIM), np.nan), ConfigError, "NaN"),
+    ],
+)
+def test_add_rejects_bad_input(rows, vectors, error, match) -> None:
+    index = VectorIndex(DIM)
+    with pytest.raises(error, match=match):
+        index.add(rows, vectors)
+    assert len(index) == 0
+
+
+def test_add_rejects_existing_row_and_bad_search_args(data) -> None:
+    rows, vectors, _ = data
+    index = build("flat", rows[:10], vectors[:10])
+    with pytest.raises(ConfigError, match=f"row {rows[3]} is already in the index"):
+        index.add([rows[3], 1], vectors[:2])
+    assert len(index) == 10
+    with pytest.raises(DimensionMismatchError, match=f"shape \\(n, {DIM}\\)"):
+        index.search(np.ones(DIM - 1), 3)
+    with pytest.raises(DimensionMismatchError):
+        index.search_batch(np.ones((2, DIM + 2)), 3)
+    for bad_k in (0, -1, 2.5, True):
+        with pytest.raises(ConfigError, match="k must be a positive integer"):
+            index.search(np.ones(DIM), bad_k)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="allow mask must be 1-D"):
+        index.search(np.ones(DIM), 3, allow=np.ones((2, 2), dtype=bool))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"kind": "annoy"}, "kind must be one of flat, hnsw, ivf"),
+        ({"hnsw_m": 0}, "hnsw_m must be a positive integer"),
+        ({"nlist": -3}, "nlist must be a positive integer or None"),
+        ({"dim": 0}, "dim must be a positive integer"),
+    ],
+)
+def test_constructor_validates(kwargs: dict[str, object], match: str) -> None:
+    args: dict[str, object] = {"dim": 4} | kwargs
+    with pytest.raises(ConfigError, match=match):
+        VectorIndex(**args)  # type: ignore[arg-type]
