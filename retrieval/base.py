@@ -90,8 +90,14 @@ def _check_k(k: object, name: str) -> int:
 def hits_from_rows(
     chunks: Sequence[Chunk], pairs: Sequence[tuple[int, float]], stage: str
 ) -> list[Hit]:
-    """Turn ``(row, score)`` pairs (best first) into ranked hits tagged with ``stage``."""
+    """Turn ``(row, score)`` pairs (best first) into ranked hits tagged with ``stage``.
+
+    The values are already valid (chunks from the store, float scores, ranks from 1), so the
+    hits are built without re-validation: a hybrid query builds thousands of candidates.
+    """
     return [
-        Hit(chunk=chunks[row], score=score, rank=rank, scores={stage: score})
+        Hit.model_construct(
+            chunk=chunks[row], score=float(score), rank=rank, scores={stage: float(score)}
+        )
         for rank, (row, score) in enumerate(pairs, start=1)
     ]

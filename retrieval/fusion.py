@@ -312,7 +312,7 @@ def fuse_hits(
     if k is not None and k < 1:
         msg = f"k must be >= 1 or None, got {k!r}"
         raise ConfigError(msg)
-    runs = [[(hit.chunk_id, hit.score) for hit in hits] for hits in hit_lists]
+    runs = [[(hit.chunk.id, hit.score) for hit in hits] for hits in hit_lists]
     fused = fuse(method, runs, weights=weights, rrf_k=rrf_k)
     if k is not None:
         fused = fused[:k]
@@ -324,7 +324,7 @@ def fuse_hits(
         if weight == 0:
             continue
         for hit in hits:
-            if hit.chunk_id not in wanted:
+            if hit.chunk.id not in wanted:
                 continue
             first.setdefault(hit.chunk_id, hit)
             stage_scores = merged.setdefault(hit.chunk_id, {})

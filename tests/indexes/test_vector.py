@@ -41,18 +41,20 @@ def build(kind: str, rows: np.ndarray, vectors: np.ndarray, **kw: object) -> Vec
     return index
 
 
-@pytest.mark.parametrize("n_queries", [1, 7, 33])  # 33: the numpy batch path
+@pytest.mark.parametrize("n_queries", [1, 7, 33])
 @pytest.mark.parametrize("k", [1, 10, 97])
 def test_flat_equals_numpy_brute_force(data, n_queries: int, k: int) -> None:
     rows, vectors, queries = data
     index = build("flat", rows, vectors)
-    results = index.search_batch(queries[:n_queries], k)
-    assert len(results) == n_queries
-    for query, (got_rows, got_scores) in zip(queries[:n_queries], results, strict=True):
-        want_rows, want_scores = brute(rows, vectors, query, k)
-        assert got_rows.dtype == np.int64 and got_scores.dtype == np.float32
-        np.testing.assert_array_equal(got_rows, want_rows)
-        np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
+    everything = np.ones(rows.max() + 1, dtype=bool)  # a filter: searched by faiss itself
+    for allow in (None, everything):
+        results = index.search_batch(queries[:n_queries], k, allow=allow)
+        assert len(results) == n_queries
+        for query, (got_rows, got_scores) in zip(queries[:n_queries], results, strict=True):
+            want_rows, want_scores = brute(rows, vectors, query, k)
+            assert got_rows.dtype == np.int64 and got_scores.dtype == np.float32
+            np.testing.assert_array_equal(got_rows, want_rows)
+            np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
 
 
 def test_single_search_equals_batch(data) -> None:
@@ -120,7 +122,7 @@ def test_prefilter_returns_exact_k(kind: str, form: str, data) -> None:
             assert np.isin(got_rows, allowed).all()
             assert len(set(got_rows.tolist())) == len(got_rows)
             want_rows, want_scores = brute(rows[sub], vectors[sub], query, 10)
-            if kind == "flat" or n_allowed <= 12:  # flat and the exact fallback are exact
+            if kind == "flat" or n_allowed < 10:  # fewer than k allowed: all of them, exactly
                 np.testing.assert_array_equal(got_rows, want_rows)
                 np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
 
@@ -241,3 +243,51 @@ def test_constructor_validates(kwargs: dict[str, object], match: str) -> None:
     args: dict[str, object] = {"dim": 4} | kwargs
     with pytest.raises(ConfigError, match=match):
         VectorIndex(**args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_search_after_changes_sees_current_vectors(kind: str, data) -> None:
+    """Cached views of faiss's buffers must not survive an add or delete (reallocation)."""
+    rows, vectors, queries = data
+    index = build(kind, rows[:10], vectors[:10])
+    index.search_batch(queries, 3)
+    index.add(rows[10:], vectors[10:])  # grows, so faiss reallocates its buffer
+    index.delete(rows[:5])
+    for query in queries[:3]:
+        got_rows, got_scores = index.search(query, 3, allow=rows[:20].tolist())
+        assert len(got_rows) == 3 and np.isin(got_rows, rows[5:20]).all()
+        # scores belong to the rows returned (not to stale or moved vectors)
+        position = {int(r): i for i, r in enumerate(rows)}
+        expected = unit(vectors[[position[int(r)] for r in got_rows]]) @ unit(query)
+        np.testing.assert_allclose(got_scores, expected, rtol=1e-5, atol=1e-6)
+        got_rows, _ = index.search(query, 5)
+        if kind == "flat":
+            np.testing.assert_array_equal(got_rows, brute(rows[5:], vectors[5:], query, 5)[0])
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_exact_fallback_when_approximate_search_falls_short(
+    kind: str, data, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Force faiss to come back short (all -1 padding): results must still be exact."""
+    rows, vectors, queries = data
+    index = build(kind, rows, vectors, nlist=4, nprobe=1)
+    real_search = index._index.search
+    calls: list[int] = []
+
+    def short_search(q, k, params=None):  # type: ignore[no-untyped-def]
+        calls.append(getattr(params, "nprobe", 0))
+        if kind == "ivf" and params.nprobe == index._index.nlist:
+            return real_search(q, k, params=params)  # the fallback: every list visited
+        return np.full((len(q), k), -np.inf, np.float32), np.full((len(q), k), -1, np.int64)
+
+    monkeypatch.setattr(index._index, "search", short_search)
+    allowed = rows[100:400]
+    for allow in (None, allowed.tolist()):
+        sub = np.isin(rows, allowed) if allow is not None else np.ones(len(rows), dtype=bool)
+        results = index.search_batch(queries[:4], 10, allow=allow)
+        for query, (got_rows, got_scores) in zip(queries[:4], results, strict=True):
+            want_rows, want_scores = brute(rows[sub], vectors[sub], query, 10)
+            np.testing.assert_array_equal(got_rows, want_rows)
+            np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
+    assert calls  # the approximate search really ran first
