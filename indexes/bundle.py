@@ -38,7 +38,7 @@ from indexes.sources import expand_sources, fingerprint, parse_files
 from indexes.store import read_chunks, write_chunks
 from indexes.tokenize import Tokenizer
 from indexes.vector import VectorIndex
-from indexes.versions import current_version, write_version
+from indexes.versions import current_version, reading, write_version
 from parsers import Chunk, Document, FileError, split
 from parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
@@ -50,7 +50,6 @@ FORMAT = "ragtools-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 CHUNKS = "chunks.jsonl"
-_OPEN_RETRIES = 3
 
 
 def _package_version() -> str:
@@ -188,18 +187,12 @@ class Index:
             IndexVersionError: written by a newer format version.
         """
         root = Path(path)
-        for attempt in range(_OPEN_RETRIES):
+        with reading(root):  # no version is garbage-collected while we load it
             directory = current_version(root)
             try:
                 return cls._load(root, directory, mmap=mmap, embedder=embedder)
-            except (IndexLoadError, OSError) as exc:
-                # A concurrent writer may have garbage-collected the version we started on.
-                if attempt + 1 == _OPEN_RETRIES or current_version(root) == directory:
-                    if isinstance(exc, IndexLoadError):
-                        raise
-                    raise IndexLoadError(directory, f"unreadable ({exc})") from exc
-        msg = "unreachable"
-        raise AssertionError(msg)
+            except OSError as exc:
+                raise IndexLoadError(directory, f"unreadable ({exc})") from exc
 
     @classmethod
     def _load(cls, root: Path, directory: Path, *, mmap: bool, embedder: Embedder | None) -> Index:
@@ -219,7 +212,8 @@ class Index:
         if settings.keyword:
             index.bm25 = BM25Index.load(directory / "bm25", mmap=mmap)
         if settings.vector:
-            index.vector = VectorIndex.load(directory / "vector", mmap=mmap)
+            dim = (manifest.get("embedder") or {}).get("dim")
+            index.vector = VectorIndex.load(directory / "vector", mmap=mmap, dim=dim)
         index._check_counts(directory)
         return index
 
@@ -282,9 +276,12 @@ class Index:
     def _write(self, directory: Path) -> None:
         write_chunks(directory / CHUNKS, self.chunks)
         files = [CHUNKS]
-        for name, part in (("bm25", self.bm25), ("vector", self.vector)):
-            if part is not None:
-                part.save(directory / name)
+        if self.bm25 is not None:
+            self.bm25.save(directory / "bm25")
+        if self.vector is not None:
+            self.vector.save(directory / "vector", model_id=self.embedder.model_id)
+        for name in ("bm25", "vector"):
+            if (directory / name).is_dir():
                 files += [str(p.relative_to(directory)) for p in (directory / name).iterdir()]
         data = {
             "package_version": _package_version(),

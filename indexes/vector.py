@@ -25,9 +25,10 @@ Choices:
   exact; when an approximate kind returns fewer than ``min(k, allowed)`` hits (HNSW under a
   selective filter), that query is redone exactly over the allowed rows, so k results come
   back whenever k allowed rows exist. faiss's ``-1`` padding never leaves this module.
-- Unfiltered flat batches of 32 queries or more are scored with a numpy matrix product on
-  faiss's stored vectors (zero-copy): measured 2-3x faster than faiss's own flat batch
-  search on 2 cores, same exact results. Single queries and filtered searches use faiss.
+- Unfiltered flat searches are scored with a numpy matrix product on faiss's stored vectors
+  (zero-copy): measured about 2x faster than faiss's own flat search for one query and 2-3x
+  for batches on 2 cores, with the same exact results (see ``VectorIndex._numpy_top_k``).
+  Filtered searches and the approximate kinds use faiss with ID selectors.
 - IVF needs training. An ``ivf`` index holds its vectors in an exact flat index until it
   has ``39 * nlist`` of them (faiss's minimum of 39 training points per centroid; 10,000
   when ``nlist`` is automatic, below which exact search is as fast anyway), then trains
@@ -74,7 +75,6 @@ _VERSION = 1
 _METRIC = "inner_product"
 _IVF_AUTO_MIN_TRAIN = 10_000
 _IVF_POINTS_PER_LIST = 39
-_NUMPY_BATCH_MIN = 32  # flat batches at least this large are scored with numpy (measured)
 _BLOCK_FLOATS = 1 << 24  # similarity block of 64 MB per matrix product
 
 Rows = npt.NDArray[np.int64]
@@ -94,9 +94,19 @@ def _positive(name: str, value: object, *, optional: bool = False) -> None:
         raise ConfigError(msg)
 
 
-def _normalise(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    out: npt.NDArray[np.float32] = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+def _normalise(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32] | None:
+    """Rows scaled to unit length (zero rows stay zero); ``None`` if any value is not finite."""
+    if len(x) == 1:  # one query: scalar arithmetic is several times cheaper than the general path
+        square = float(np.dot(x[0], x[0]))
+        if not math.isfinite(square):
+            return None
+        one: npt.NDArray[np.float32] = x / np.float32(math.sqrt(square)) if square else x.copy()
+        return one
+    norms = np.sqrt(np.einsum("ij,ij->i", x, x))
+    if not np.isfinite(norms).all():  # NaN and infinity propagate into the norm
+        return None
+    norms[norms == 0] = 1.0
+    out: npt.NDArray[np.float32] = x / norms[:, None]
     return out
 
 
@@ -162,6 +172,7 @@ class VectorIndex:
         self._sorted_rows: Rows = np.zeros(0, dtype=np.int64)  # live rows, ascending
         self._sorted_labels: Rows = np.zeros(0, dtype=np.int64)  # their labels
         self._live_bitmap: npt.NDArray[np.uint8] | None = None
+        self._xb: npt.NDArray[np.float32] | None = None  # view of stored vectors (flat, hnsw)
         self._mapped = False
         self._lock = threading.RLock()
         self.model_id: str | None = None
@@ -236,10 +247,11 @@ class VectorIndex:
                 f"(dim {got}); embed with the model this index was built with"
             )
             raise DimensionMismatchError(msg)
-        if not np.isfinite(x).all():
-            msg = f"{what} vectors contain NaN or infinity"
+        out = _normalise(x)
+        if out is None:
+            msg = f"{what} vectors contain NaN or infinity (or values too large to square)"
             raise ConfigError(msg)
-        return np.ascontiguousarray(_normalise(x))
+        return out
 
     @staticmethod
     def _row_array(rows: npt.ArrayLike, name: str = "rows") -> Rows:
@@ -270,13 +282,14 @@ class VectorIndex:
         order = np.argsort(self._rows[labels], kind="stable")
         self._sorted_labels = labels[order]
         self._sorted_rows = self._rows[self._sorted_labels]
-        self._live_bitmap = None
+        self._changed()
 
     def _own(self) -> None:
         """Copy a memory-mapped index into memory before mutating it (see module doc)."""
         if self._mapped:
             faiss = self._faiss
             self._index = faiss.deserialize_index(faiss.serialize_index(self._index))
+            self._changed()
             self._mapped = False
             logger.info("vector index: copied memory-mapped index into memory to modify it")
 
@@ -325,7 +338,7 @@ class VectorIndex:
             order = np.argsort(merged_rows, kind="stable")
             self._sorted_rows = merged_rows[order]
             self._sorted_labels = np.concatenate([self._sorted_labels, labels])[order]
-            self._live_bitmap = None
+            self._changed()
             if self.kind == "ivf" and not self._is_ivf() and self.ntotal >= self._train_min():
                 self._train_ivf()
         logger.debug("vector index: added %d vectors (ntotal=%d)", len(x), self.ntotal)
@@ -367,21 +380,36 @@ class VectorIndex:
             vectors = self._stored_vectors()[live]
             rows = self._rows[live]
             self._index = self._new_index()
+            self._changed()
             self._mapped = False
             self._rows = np.zeros(0, dtype=np.int64)
             self._sorted_rows = np.zeros(0, dtype=np.int64)
             self._sorted_labels = np.zeros(0, dtype=np.int64)
             self.add(rows, vectors)
 
+    def _changed(self) -> None:
+        """Drop what depends on faiss's buffers; called after every change to the index."""
+        self._live_bitmap = None
+        self._xb = None
+
     def _stored_vectors(self) -> npt.NDArray[np.float32]:
-        """A read-only view of a flat or HNSW index's stored vectors, by label."""
-        faiss = self._faiss
-        flat = faiss.downcast_index(self._index.storage) if self.kind == "hnsw" else self._index
-        n = int(flat.ntotal)
-        if n == 0:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        view: npt.NDArray[np.float32] = faiss.rev_swig_ptr(flat.get_xb(), n * self.dim)
-        return view.reshape(n, self.dim)
+        """A read-only view of a flat or HNSW index's stored vectors, by label.
+
+        The view points into faiss's buffer, which ``add``/``delete`` may reallocate:
+        it is cached only until :meth:`_changed` runs.
+        """
+        if self._xb is None:
+            faiss = self._faiss
+            flat = self._index
+            if self.kind == "hnsw":
+                flat = faiss.downcast_index(self._index.storage)
+            n = int(flat.ntotal)
+            if n == 0:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            view = faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
+            view.flags.writeable = False
+            self._xb = view
+        return self._xb
 
     def _train_min(self) -> int:
         if self.nlist is None:
@@ -399,6 +427,7 @@ class VectorIndex:
         ivf.add_with_ids(x, np.arange(len(x), dtype=np.int64))
         ivf.nprobe = self._nprobe(nlist)
         self._index = ivf
+        self._changed()
         self.nlist = nlist
         logger.info(
             "vector index: trained IVF with nlist=%d on %d vectors in %.2fs",
@@ -460,17 +489,21 @@ class VectorIndex:
             if kk == 0 or len(q) == 0:
                 empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
                 return [empty for _ in range(len(q))]
-            if mask is None and len(q) >= _NUMPY_BATCH_MIN and not self._approximate():
+            if mask is None and not self._approximate():
                 scores, labels = self._numpy_top_k(q, kk)
             else:
                 params = self._search_params(mask, n_candidates)
                 scores, labels = self._index.search(q, kk, params=params)
-            found = np.count_nonzero(labels >= 0, axis=1)
-            rows = self._rows[np.maximum(labels, 0)]  # one gather for the whole batch
             scores = scores.astype(np.float32, copy=False)
+            if not (labels < 0).any():  # the common case: k real hits for every query
+                rows = self._rows[labels]
+                return [(rows[i], scores[i]) for i in range(len(q))]
+            # approximate kinds can fall short of k (faiss pads with -1): redo those exactly
+            found = np.count_nonzero(labels >= 0, axis=1)
+            rows = self._rows[np.maximum(labels, 0)]
             out = []
             for i in range(len(q)):
-                if found[i] < kk:  # only approximate kinds fall short (faiss pads with -1)
+                if found[i] < kk:
                     logger.debug("approximate search found %d < %d; exact fallback", found[i], kk)
                     lab, sco = self._exact(q[i], mask, kk)
                     out.append((self._rows[lab], sco))
@@ -486,10 +519,19 @@ class VectorIndex:
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
         """Exact top-k of a flat index by matrix product, in blocks of queries.
 
-        faiss's flat search is fastest for a few queries, but for a batch numpy's BLAS
-        product plus ``argpartition`` measured 2-3x faster (``eval/bench_vector.py``).
+        Measured on 2 cores (``eval/bench_vector.py``, SciFact, 5,183 x 384): numpy's
+        multi-threaded BLAS plus ``argpartition`` took about 0.12-0.3 ms per single query
+        against 0.33-0.6 ms for faiss's one-thread ``IndexFlatIP.search``, and 2-3x less
+        for a 300-query batch. (When other processes hold the cores, BLAS threads stall
+        and numpy can take 2-6 ms a query where faiss stays under 1 ms; embedding the query
+        with torch suffers from the same contention, so idle-machine speed was preferred.)
         """
         x = self._stored_vectors()  # flat: label == position
+        if len(q) == 1:  # matrix-vector product: the cheapest BLAS call for one query
+            sims1 = x @ q[0]
+            top1 = np.argpartition(-sims1, k - 1)[:k] if k < len(sims1) else np.arange(k)
+            top1 = top1[np.argsort(-sims1[top1], kind="stable")]
+            return sims1[top1][None, :], top1[None, :]
         scores = np.empty((len(q), k), dtype=np.float32)
         labels = np.empty((len(q), k), dtype=np.int64)
         block = max(1, _BLOCK_FLOATS // max(1, len(x)))

@@ -28,14 +28,15 @@ from pathlib import Path
 from indexes._persist import fsync_dir
 from parsers.errors import ConfigError, IndexLoadError
 
-__all__ = ["POINTER", "current_version", "is_index_root", "write_version"]
+__all__ = ["POINTER", "current_version", "is_index_root", "reading", "write_version"]
 
 logger = logging.getLogger(__name__)
 
 POINTER = "CURRENT"
 VERSIONS = "versions"
 _NAME = re.compile(r"^v-(\d{6,})$")
-_OURS = {VERSIONS, "cache", ".lock"}
+_GC_LOCK = ".gc.lock"
+_OURS = {VERSIONS, "cache", ".lock", _GC_LOCK}
 """Entries a half-built index may already hold (the embedding cache is written first)."""
 
 
@@ -76,6 +77,48 @@ def _existing(versions: Path) -> list[tuple[int, Path]]:
         if match and entry.is_dir():
             found.append((int(match.group(1)), entry))
     return sorted(found)
+
+
+@contextlib.contextmanager
+def reading(root: str | Path) -> Iterator[None]:
+    """Hold off garbage collection of versions while a reader loads one.
+
+    Readers share a lock that the writer needs exclusively only to delete old versions, so
+    a version cannot vanish half-way through a load. On a read-only index (no lock file can
+    be created) nothing is collected anyway, and the reader goes on without the lock.
+    """
+    try:
+        if not is_index_root(root):
+            raise FileNotFoundError(root)
+        handle = open(Path(root) / _GC_LOCK, "a+")  # noqa: SIM115 (closed below)
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _collect(root: Path, versions: Path, keep: int) -> None:
+    """Delete all but the newest ``keep`` versions, unless a reader is loading one.
+
+    The writer never waits for readers (it would starve behind a steady stream of them):
+    when the lock is taken it skips collection, and the next save collects instead.
+    """
+    with open(root / _GC_LOCK, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logger.debug("index %s: readers busy; old versions are collected later", root)
+            return
+        try:
+            for _, old in _existing(versions)[:-keep] if keep > 0 else []:
+                shutil.rmtree(old, ignore_errors=True)
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
@@ -133,7 +176,6 @@ def write_version(root: str | Path, writer: Callable[[Path], None], *, keep: int
             os.fsync(handle.fileno())
         os.replace(pointer_tmp, root / POINTER)
         fsync_dir(root)
-        for _, old in _existing(versions)[:-keep] if keep > 0 else []:
-            shutil.rmtree(old, ignore_errors=True)
+        _collect(root, versions, keep)
     logger.info("index %s: version %s is live", root, name)
     return final
