@@ -185,7 +185,10 @@ class BM25Index:
             ConfigError: an item of another type.
         """
         started = time.perf_counter()
-        token_lists = [self._as_tokens(item, "item") for item in items]
+        if all(type(item) is list for item in items):
+            token_lists: Sequence[Sequence[str]] = items  # type: ignore[assignment]
+        else:
+            token_lists = [self._as_tokens(item, "item") for item in items]
         with self._lock:
             first = self.n_rows
             if not token_lists:
@@ -363,13 +366,14 @@ class BM25Index:
         tokens = self._as_tokens(query, "query")
         return q.query_terms(tokens, self._vocab, snap.postings.n_terms)
 
-    def _as_tokens(self, item: object, what: str) -> list[str]:
+    def _as_tokens(self, item: object, what: str) -> Sequence[str]:
+        # Cheapest checks first: isinstance against the pydantic Chunk class is slow.
+        if isinstance(item, (list, tuple)):
+            return item
         if isinstance(item, str):
             return self.tokenizer(item)
         if isinstance(item, Chunk):
             return self.tokenizer(item.text)
-        if isinstance(item, (list, tuple)):
-            return list(item)
         msg = (
             f"cannot use a {type(item).__name__} as a BM25 {what}; pass a string, "
             "a Chunk or a list of token strings"

@@ -1,0 +1,100 @@
+"""The forked token → id mapper gives the same ids (up to renumbering) and the same scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from indexes import _bm25_ids
+from indexes._bm25_ids import map_token_ids
+from indexes._bm25_math import Vocabulary
+from indexes.bm25 import BM25Index
+
+pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+
+
+def _corpus(n_docs: int, seed: int = 0) -> list[list[str]]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(300)] + ["é", "细胞", "a b"]
+    return [
+        [words[int(i)] for i in rng.zipf(1.3, int(rng.integers(0, 30))) % len(words)]
+        for _ in range(n_docs)
+    ]
+
+
+def _lengths(corpus: list[list[str]]) -> np.ndarray:
+    return np.fromiter(map(len, corpus), dtype=np.int64, count=len(corpus))
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count forks; pretend this process has one thread (other tests may leave idle pools)."""
+    calls: list[int] = []
+    real_fork = _bm25_ids.os.fork
+
+    def counting_fork() -> int:
+        calls.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(_bm25_ids.os, "fork", counting_fork)
+    monkeypatch.setattr(_bm25_ids.threading, "active_count", lambda: 1)
+    return calls
+
+
+def test_forked_mapping_gives_every_token_its_own_term(forks: list[int]) -> None:
+    corpus = _corpus(500)
+    vocab = Vocabulary()
+    ids = map_token_ids(corpus, _lengths(corpus), vocab, workers=2, min_tokens=1)
+    assert forks == [1]
+    flat = [token for doc in corpus for token in doc]
+    assert [vocab.terms[i] for i in ids.tolist()] == flat
+    assert sorted(vocab.terms) == sorted(set(flat))
+    assert [vocab[t] for t in vocab.terms] == list(range(len(vocab.terms)))
+
+
+def test_forked_mapping_extends_an_existing_vocabulary(forks: list[int]) -> None:
+    vocab = Vocabulary(["w1", "zzz"])
+    corpus = _corpus(200, seed=3)
+    ids = map_token_ids(corpus, _lengths(corpus), vocab, workers=2, min_tokens=1)
+    assert vocab["w1"] == 0 and vocab["zzz"] == 1
+    assert [vocab.terms[i] for i in ids.tolist()] == [t for doc in corpus for t in doc]
+
+
+def test_a_failing_child_falls_back_to_this_process(forks: list[int]) -> None:
+    # Non-string tokens cannot travel back as JSON: the child exits non-zero.
+    corpus: list[list[object]] = [["a", "b"], ["c"], [("x", 1), "a"], [("x", 1)]]
+    vocab = Vocabulary()
+    ids = map_token_ids(corpus, _lengths(corpus), vocab, workers=2, min_tokens=1)  # type: ignore[arg-type]
+    assert [vocab.terms[i] for i in ids.tolist()] == ["a", "b", "c", ("x", 1), "a", ("x", 1)]
+    assert forks == [1]
+
+
+def test_small_batches_and_one_worker_stay_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(_bm25_ids.os, "fork", no_fork)
+    corpus = _corpus(50)
+    map_token_ids(corpus, _lengths(corpus), Vocabulary(), workers=2)  # below the threshold
+    map_token_ids(corpus, _lengths(corpus), Vocabulary(), workers=1, min_tokens=1)
+
+
+@pytest.mark.parametrize("variant", ["okapi", "bm25plus"])
+def test_scores_with_the_forked_path_equal_rank_bm25(
+    monkeypatch: pytest.MonkeyPatch, forks: list[int], variant: str
+) -> None:
+    monkeypatch.setattr(_bm25_ids, "MIN_PARALLEL_TOKENS", 1)
+    corpus = [doc or ["w0"] for doc in _corpus(400, seed=7)]
+    index = BM25Index(variant=variant)  # type: ignore[arg-type]
+    index.add(corpus[:250])
+    index.add(corpus[250:])
+    query = ["w1", "w2", "w1", "w40", "nope"]
+    if variant == "okapi":
+        expected = BM25Okapi(corpus).get_scores(query)
+        assert np.allclose(index.get_scores(query), expected, rtol=1e-6)
+    assert len(forks) == 2
+    fresh = BM25Index(variant=variant)  # type: ignore[arg-type]
+    monkeypatch.setattr(_bm25_ids, "MIN_PARALLEL_TOKENS", 10**9)
+    fresh.add(corpus)
+    assert np.allclose(index.get_scores(query), fresh.get_scores(query), rtol=1e-12)
