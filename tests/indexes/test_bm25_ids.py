@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
@@ -11,7 +14,7 @@ from indexes._bm25_ids import map_token_ids
 from indexes._bm25_math import Vocabulary
 from indexes.bm25 import BM25Index
 
-pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 
 def _corpus(n_docs: int, seed: int = 0) -> list[list[str]]:
@@ -31,14 +34,14 @@ def _lengths(corpus: list[list[str]]) -> np.ndarray:
 def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count forks; pretend this process has one thread (other tests may leave idle pools)."""
     calls: list[int] = []
-    real_fork = _bm25_ids.os.fork
+    real_fork = os.fork
 
     def counting_fork() -> int:
         calls.append(1)
         return real_fork()
 
-    monkeypatch.setattr(_bm25_ids.os, "fork", counting_fork)
-    monkeypatch.setattr(_bm25_ids.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(os, "fork", counting_fork)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     return calls
 
 
@@ -74,7 +77,7 @@ def test_small_batches_and_one_worker_stay_in_process(monkeypatch: pytest.Monkey
     def no_fork() -> int:
         raise AssertionError("forked")
 
-    monkeypatch.setattr(_bm25_ids.os, "fork", no_fork)
+    monkeypatch.setattr(os, "fork", no_fork)
     corpus = _corpus(50)
     map_token_ids(corpus, _lengths(corpus), Vocabulary(), workers=2)  # below the threshold
     map_token_ids(corpus, _lengths(corpus), Vocabulary(), workers=1, min_tokens=1)
