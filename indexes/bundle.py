@@ -33,7 +33,7 @@ from indexes._persist import read_manifest, write_manifest
 from indexes.bm25 import BM25Index
 from indexes.embed import Embedder, SentenceTransformerEmbedder
 from indexes.embed_cache import CachedEmbedder, EmbeddingCache
-from indexes.settings import IndexSettings
+from indexes.settings import IndexSettings, keyword_text
 from indexes.sources import expand_sources, fingerprint, parse_files
 from indexes.store import read_chunks, write_chunks
 from indexes.tokenize import Tokenizer
@@ -200,8 +200,9 @@ class Index:
             directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True
         )
         try:
-            settings = IndexSettings.model_validate(manifest["settings"])
-        except (KeyError, ValueError) as exc:
+            # Indexes written before title_boost existed had none.
+            settings = IndexSettings.model_validate({"title_boost": 0, **manifest["settings"]})
+        except (KeyError, TypeError, ValueError) as exc:
             raise IndexLoadError(directory / MANIFEST, f"invalid settings ({exc})") from exc
         index = cls(root, settings, embedder=embedder, sources=manifest.get("sources", []))
         index.manifest = manifest
@@ -257,13 +258,17 @@ class Index:
             tokenizer = Tokenizer.from_dict(self.settings.tokenizer)
             bm25_params: dict[str, Any] = dict(self.settings.bm25)
             self.bm25 = BM25Index(tokenizer, **bm25_params)
-            self.bm25.add(texts)
+            self.bm25.add(self._keyword_texts(chunks))
         if self.settings.vector:
             vectors = self.embedder.embed_documents(texts)
             self.embedder.cache.save()
             self.vector = VectorIndex(self.embedder.dim, kind=self.settings.vector_kind)
             self.vector.add(rows, vectors)
         del show_progress  # progress is shown by the parser and the embedder
+
+    def _keyword_texts(self, chunks: Sequence[Chunk]) -> list[str]:
+        boost = self.settings.title_boost
+        return [keyword_text(c.text, c.metadata, boost) for c in chunks]
 
     # ----------------------------------------------------------------- persistence
     def save(self) -> Path:
@@ -373,7 +378,7 @@ class Index:
             return rows
         texts = [c.text for c in chunks]
         if self.bm25 is not None:
-            self.bm25.add(texts)
+            self.bm25.add(self._keyword_texts(chunks))
         if self.vector is not None:
             self.vector.add(rows, self.embedder.embed_documents(texts))
             self.embedder.cache.save()

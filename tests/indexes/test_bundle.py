@@ -227,3 +227,59 @@ def test_keyword_only_index(tmp_path: Path, pdf_dir: Path) -> None:
 
     with pytest.raises(IndexStateError, match="without the vector half"):
         index.vector_search("helium", 1)
+
+
+def test_keyword_text_repeats_the_title_before_the_text() -> None:
+    from indexes.settings import keyword_text
+
+    assert keyword_text("body", {"title": "Head"}, 2) == "Head\nHead\nbody"
+    assert keyword_text("body", {"title": "Head"}, 0) == "body"
+    assert keyword_text("body", {"title": "  "}, 3) == "body"
+    assert keyword_text("body", {"title": 7}, 3) == "body"
+    assert keyword_text("body", {}, 3) == "body"
+
+
+def _titled_index(tmp_path: Path, boost: int) -> tuple[Index, CountingEmbedder]:
+    from parsers import Chunk
+
+    src = tmp_path / f"src{boost}"
+    src.mkdir()
+    (src / "a.md").write_text("---\ntitle: Horses\n---\nzebra stripes and zebra herds")
+    (src / "b.md").write_text("---\ntitle: Zebras\n---\nhorses run on open plains")
+    embedder = CountingEmbedder()
+    index = Index.build([src], tmp_path / f"t{boost}", embedder=embedder, title_boost=boost)
+    added = Chunk(doc_id="c", text="zebra zebra zebra crossing", metadata={"title": "Zebra"})
+    index.add([added])  # the programmatic path weighs titles too
+    return index, embedder
+
+
+def test_title_boost_weighs_titles_in_the_keyword_half_only(tmp_path: Path) -> None:
+    plain, plain_embedder = _titled_index(tmp_path, 0)
+    boosted, boosted_embedder = _titled_index(tmp_path, 3)
+
+    def ranking(index: Index) -> list[str]:
+        hits = index.keyword_search("zebra", 3)
+        return [Path(index.chunks[row].source).name for row, _ in hits]
+
+    # Without the boost the text alone counts; three extra title copies lift b above a.
+    assert ranking(plain) == ["<text>", "a.md"]
+    assert ranking(boosted) == ["<text>", "b.md", "a.md"]
+    # The vector half embeds the chunk text alone, whatever the boost.
+    assert plain_embedder.seen == boosted_embedder.seen
+    assert not any("Zebras" in text for text in boosted_embedder.seen)
+    assert dict(plain.vector_search("zebra", 3)) == dict(boosted.vector_search("zebra", 3))
+
+
+def test_an_index_saved_before_title_boost_opens_without_it(
+    built: tuple[Index, Path, CountingEmbedder],
+) -> None:
+    from indexes._persist import _SELF, _self_digest
+
+    index, _, _ = built
+    manifest_path = _live(index) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    del manifest["settings"]["title_boost"]
+    manifest[_SELF] = _self_digest(manifest)  # resealed, as the older version wrote it
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    opened = Index.open(index.path, embedder=CountingEmbedder())
+    assert opened.settings.title_boost == 0
