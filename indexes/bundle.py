@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from indexes._persist import read_manifest, write_manifest
+from indexes._persist import load_npy, read_manifest, save_npy, write_manifest
 from indexes.bm25 import BM25Index
 from indexes.embed import Embedder, SentenceTransformerEmbedder
 from indexes.embed_cache import CachedEmbedder, EmbeddingCache
@@ -39,6 +39,7 @@ from indexes.store import read_chunks, write_chunks
 from indexes.tokenize import Tokenizer
 from indexes.vector import VectorIndex
 from indexes.versions import current_version, reading, write_version
+from indexes.windows import allow_mask, best_per_owner, split_windows
 from parsers import Chunk, Document, FileError, split
 from parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
@@ -50,6 +51,8 @@ FORMAT = "ragtools-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 CHUNKS = "chunks.jsonl"
+WINDOWS = "windows.npy"
+"""Owner chunk row of every vector row, present only when some chunk has several windows."""
 
 
 def _package_version() -> str:
@@ -101,6 +104,8 @@ class Index:
         self.manifest: dict[str, Any] = {}
         self.meta: dict[str, Any] = {}
         self._deleted: set[int] = set()
+        # Vector row -> chunk row when chunks have several windows; None: the identity.
+        self._owners: np.ndarray | None = None
         self._base_embedder = embedder
         self._embedder: CachedEmbedder | None = None
 
@@ -200,8 +205,9 @@ class Index:
             directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True
         )
         try:
-            # Indexes written before title_boost existed had none.
-            settings = IndexSettings.model_validate({"title_boost": 0, **manifest["settings"]})
+            # Indexes written before title_boost and vector windows existed had neither.
+            old = {"title_boost": 0, "vector_window": 0}
+            settings = IndexSettings.model_validate({**old, **manifest["settings"]})
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexLoadError(directory / MANIFEST, f"invalid settings ({exc})") from exc
         index = cls(root, settings, embedder=embedder, sources=manifest.get("sources", []))
@@ -215,6 +221,8 @@ class Index:
         if settings.vector:
             dim = (manifest.get("embedder") or {}).get("dim")
             index.vector = VectorIndex.load(directory / "vector", mmap=mmap, dim=dim)
+            if WINDOWS in manifest.get("files", {}):
+                index._owners = _read_owners(directory / WINDOWS, len(index.chunks))
         index._check_counts(directory)
         return index
 
@@ -223,11 +231,14 @@ class Index:
         sizes = {"chunks.jsonl": len(self.chunks)}
         if self.bm25 is not None:
             sizes["bm25"] = len(self.bm25)
-        if self.vector is not None:
-            sizes["vector"] = len(self.vector)
         if expected is None or any(size != expected for size in sizes.values()):
             msg = f"row counts disagree: manifest says {expected}, files have {sizes}"
             raise IndexLoadError(directory, msg)
+        if self.vector is not None:
+            windows = len(self._owners) if self._owners is not None else expected
+            if len(self.vector) != windows:
+                msg = f"the vector half has {len(self.vector)} rows, expected {windows}"
+                raise IndexLoadError(directory / "vector", msg)
 
     # ----------------------------------------------------------------- building
     def _split(self, documents: Sequence[Document]) -> list[Chunk]:
@@ -252,19 +263,34 @@ class Index:
             raise ConfigError(msg)
         self.chunks = chunks
         self._deleted = set()
-        texts = [chunk.text for chunk in chunks]
-        rows = np.arange(len(chunks), dtype=np.int64)
+        self._owners = None
         if self.settings.keyword:
             tokenizer = Tokenizer.from_dict(self.settings.tokenizer)
             bm25_params: dict[str, Any] = dict(self.settings.bm25)
             self.bm25 = BM25Index(tokenizer, **bm25_params)
             self.bm25.add(self._keyword_texts(chunks))
         if self.settings.vector:
-            vectors = self.embedder.embed_documents(texts)
-            self.embedder.cache.save()
             self.vector = VectorIndex(self.embedder.dim, kind=self.settings.vector_kind)
-            self.vector.add(rows, vectors)
+            self._add_vectors(chunks, first_row=0)
         del show_progress  # progress is shown by the parser and the embedder
+
+    def _add_vectors(self, chunks: Sequence[Chunk], first_row: int) -> None:
+        """Embed the chunks' windows (cached) and add them; rows from ``first_row`` on."""
+        assert self.vector is not None
+        windows, owners = split_windows(
+            [c.text for c in chunks],
+            self.settings.vector_window,
+            self.settings.vector_window_overlap,
+        )
+        owners += first_row
+        # Vector rows continue after every row ever assigned (deleted ones included).
+        start = len(self._owners) if self._owners is not None else first_row
+        vectors = self.embedder.embed_documents(windows)
+        self.embedder.cache.save()
+        self.vector.add(np.arange(start, start + len(windows), dtype=np.int64), vectors)
+        if self._owners is not None or len(windows) != len(chunks):
+            before = self._owners if self._owners is not None else np.arange(start)
+            self._owners = np.concatenate([before, owners])
 
     def _keyword_texts(self, chunks: Sequence[Chunk]) -> list[str]:
         boost = self.settings.title_boost
@@ -285,6 +311,9 @@ class Index:
             self.bm25.save(directory / "bm25")
         if self.vector is not None:
             self.vector.save(directory / "vector", model_id=self.embedder.model_id)
+            if self._owners is not None:
+                save_npy(directory / WINDOWS, self._owners)
+                files.append(WINDOWS)
         for name in ("bm25", "vector"):
             if (directory / name).is_dir():
                 files += [str(p.relative_to(directory)) for p in (directory / name).iterdir()]
@@ -296,6 +325,7 @@ class Index:
             "embedder": self._embedder_info(),
             "counts": {
                 "chunks": len(self.chunks),
+                "vectors": len(self.vector) if self.vector is not None else 0,
                 "documents": len({c.doc_id for c in self.chunks}),
                 "files": len(self.fingerprints),
                 "failures": len(self.failures),
@@ -376,12 +406,10 @@ class Index:
         rows = np.arange(start, start + len(chunks), dtype=np.int64)
         if not chunks:
             return rows
-        texts = [c.text for c in chunks]
         if self.bm25 is not None:
             self.bm25.add(self._keyword_texts(chunks))
         if self.vector is not None:
-            self.vector.add(rows, self.embedder.embed_documents(texts))
-            self.embedder.cache.save()
+            self._add_vectors(chunks, first_row=start)
         self.chunks.extend(chunks)
         return rows
 
@@ -396,7 +424,9 @@ class Index:
             if self.bm25 is not None:
                 self.bm25.delete(array)
             if self.vector is not None:
-                self.vector.delete(array)
+                owned = self._owners
+                windows = array if owned is None else np.flatnonzero(np.isin(owned, array))
+                self.vector.delete(windows)
             self._deleted.update(rows)
         return len(rows)
 
@@ -422,8 +452,22 @@ class Index:
             msg = f"{self.path}: this index was built without the vector half (--no-vector)"
             raise IndexStateError(msg)
         vector = self.embedder.embed_query(query) if isinstance(query, str) else query
-        rows, scores = self.vector.search(vector, k=k, allow=allow)
-        return list(zip(rows.tolist(), scores.tolist(), strict=True))
+        owners = self._owners
+        if owners is None:
+            rows, scores = self.vector.search(vector, k=k, allow=allow)
+            return list(zip(rows.tolist(), scores.tolist(), strict=True))
+        # A chunk scores its best window: rank windows, keep each chunk's first, and fetch
+        # deeper until k chunks are found or every allowed window has been seen.
+        window_allow = None if allow is None else allow_mask(allow, len(self.chunks))[owners]
+        available = len(self.vector) if window_allow is None else int(window_allow.sum())
+        fetch = min(available, -(-k * len(owners) // max(len(self.chunks), 1)) + 16)
+        while True:
+            rows, scores = self.vector.search(vector, k=max(fetch, 1), allow=window_allow)
+            best = best_per_owner(rows, owners, k)
+            if len(best) >= k or fetch >= available:
+                break
+            fetch = min(available, 2 * fetch)
+        return list(zip(owners[rows[best]].tolist(), scores[best].tolist(), strict=True))
 
     def info(self) -> dict[str, Any]:
         """A JSON summary for ``rag info``: version, counts, settings, model, failures."""
@@ -443,3 +487,18 @@ def _settings(settings: IndexSettings | None, overrides: dict[str, Any]) -> Inde
     except ValueError as exc:
         msg = f"invalid index settings: {exc}"
         raise ConfigError(msg) from exc
+
+
+def _read_owners(path: Path, n_chunks: int) -> np.ndarray:
+    """The vector-row owner map, checked: int64, non-decreasing chunk rows in range."""
+    owners = load_npy(path)
+    ok = (
+        owners.ndim == 1
+        and owners.dtype == np.int64
+        and (len(owners) == 0 or (owners[0] >= 0 and owners[-1] < n_chunks))
+        and bool(np.all(np.diff(owners) >= 0))
+    )
+    if not ok:
+        msg = f"invalid window owners (shape {owners.shape}, dtype {owners.dtype})"
+        raise IndexLoadError(path, msg)
+    return owners

@@ -38,6 +38,10 @@ class IndexSettings(BaseModel):
         title_boost: extra copies of a chunk's ``metadata["title"]`` put before its text in
             the keyword half only (field weighting by repetition, the simplest BM25F), so
             title words weigh more; chosen on SciFact train with ``eval/tune_title_boost.py``.
+        vector_window: the vector half embeds a chunk longer than this many characters as
+            overlapping windows and scores it by its best one (``indexes.windows``); ``0``
+            embeds every chunk as one text (truncated by the model if it is long).
+        vector_window_overlap: characters shared by consecutive windows.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -51,6 +55,8 @@ class IndexSettings(BaseModel):
     model: str | None = None
     vector_kind: Literal["flat", "hnsw", "ivf"] = "flat"
     title_boost: int = Field(default=TITLE_BOOST, ge=0, le=10)
+    vector_window: int = Field(default=1000, ge=0)
+    vector_window_overlap: int = Field(default=200, ge=0)
 
     @model_validator(mode="after")
     def _check(self) -> IndexSettings:
@@ -58,6 +64,12 @@ class IndexSettings(BaseModel):
             msg = (
                 f"chunk_overlap ({self.chunk_overlap}) must be smaller than "
                 f"chunk_size ({self.chunk_size})"
+            )
+            raise ValueError(msg)
+        if self.vector_window and self.vector_window_overlap >= self.vector_window:
+            msg = (
+                f"vector_window_overlap ({self.vector_window_overlap}) must be smaller than "
+                f"vector_window ({self.vector_window})"
             )
             raise ValueError(msg)
         if not (self.keyword or self.vector):

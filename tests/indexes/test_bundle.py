@@ -270,7 +270,7 @@ def test_title_boost_weighs_titles_in_the_keyword_half_only(tmp_path: Path) -> N
     assert dict(plain.vector_search("zebra", 3)) == dict(boosted.vector_search("zebra", 3))
 
 
-def test_an_index_saved_before_title_boost_opens_without_it(
+def test_an_index_saved_before_newer_settings_opens_without_them(
     built: tuple[Index, Path, CountingEmbedder],
 ) -> None:
     from indexes._persist import _SELF, _self_digest
@@ -278,8 +278,11 @@ def test_an_index_saved_before_title_boost_opens_without_it(
     index, _, _ = built
     manifest_path = _live(index) / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    del manifest["settings"]["title_boost"]
+    for newer in ("title_boost", "vector_window", "vector_window_overlap"):
+        del manifest["settings"][newer]
     manifest[_SELF] = _self_digest(manifest)  # resealed, as the older version wrote it
     manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
     opened = Index.open(index.path, embedder=CountingEmbedder())
     assert opened.settings.title_boost == 0
+    assert opened.settings.vector_window == 0  # one vector per chunk, as it was built
+    assert opened.vector_search("photons", 2) == index.vector_search("photons", 2)

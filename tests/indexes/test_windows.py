@@ -1,0 +1,176 @@
+"""Vector windows: long chunks get several vectors and score by their best window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexes.bundle import Index
+from indexes.testing import FakeEmbedder
+from indexes.versions import current_version
+from indexes.windows import allow_mask, best_per_owner, split_windows
+from parsers import ConfigError, IndexLoadError
+
+WORDS = [f"w{i}" for i in range(400)]
+
+
+def _long_text(seed: int, n_words: int) -> str:
+    rng = np.random.default_rng(seed)
+    return " ".join(rng.choice(WORDS, size=n_words).tolist()) + "."
+
+
+def test_split_windows_keeps_short_texts_whole_and_cuts_long_ones() -> None:
+    texts = ["short one", _long_text(1, 300), "", _long_text(2, 50)]
+    windows, owners = split_windows(texts, 200, 50)
+    assert windows[0] == "short one"
+    assert owners.tolist() == sorted(owners.tolist())
+    assert set(owners.tolist()) == {0, 1, 2, 3}
+    for i, text in enumerate(texts):
+        mine = [w for w, o in zip(windows, owners, strict=True) if o == i]
+        assert all(len(w) <= 200 for w in mine)
+        assert all(w in text for w in mine)
+        if len(text) > 200:
+            assert len(mine) >= len(text) // 200
+            assert text.startswith(mine[0]) and text.endswith(mine[-1])
+        else:
+            assert mine == [text]
+    whole, identity = split_windows(texts, 0, 0)
+    assert whole == texts and identity.tolist() == [0, 1, 2, 3]
+
+
+def test_best_per_owner_keeps_each_owners_first_window() -> None:
+    owners = np.array([0, 0, 1, 1, 1, 2], dtype=np.int64)
+    ranked = np.array([4, 1, 2, 0, 5, 3], dtype=np.int64)  # best first
+    positions = best_per_owner(ranked, owners, k=10)
+    assert positions.tolist() == [0, 1, 4]  # owner 1 (window 4), 0 (window 1), 2 (window 5)
+    assert best_per_owner(ranked, owners, k=2).tolist() == [0, 1]
+
+
+def test_allow_mask_accepts_masks_and_rows() -> None:
+    assert allow_mask(np.array([True, False]), 4).tolist() == [True, False, False, False]
+    assert allow_mask([3, 0, 9, -1], 4).tolist() == [True, False, False, True]
+    assert allow_mask([], 3).tolist() == [False, False, False]
+    with pytest.raises(ConfigError, match="allow"):
+        allow_mask(["a"], 3)
+
+
+def _docs(root: Path) -> Path:
+    src = root / "docs"
+    src.mkdir()
+    for i in range(6):
+        (src / f"d{i}.txt").write_text(_long_text(i, 120 + 40 * i), encoding="utf-8")
+    (src / "tail.txt").write_text(
+        _long_text(99, 300) + " Zanzibar quokka marmalade at the very end.", encoding="utf-8"
+    )
+    return src
+
+
+def _build(root: Path, src: Path, name: str = "idx", **options: object) -> Index:
+    return Index.build(
+        [src],
+        root / name,
+        embedder=FakeEmbedder(dim=256),
+        chunk_size=5000,
+        chunk_overlap=0,
+        vector_window=300,
+        vector_window_overlap=60,
+        **options,
+    )
+
+
+def _brute_force(index: Index, query: str) -> dict[int, float]:
+    """Each live chunk's best window score, computed directly."""
+    embedder = FakeEmbedder(dim=256)
+    q = embedder.embed_query(query)
+    best: dict[int, float] = {}
+    for row, chunk in enumerate(index.chunks):
+        windows, _ = split_windows([chunk.text], 300, 60)
+        best[row] = float(np.max(embedder.embed_documents(windows) @ q))
+    return best
+
+
+def test_a_chunk_scores_its_best_window(tmp_path: Path) -> None:
+    index = _build(tmp_path, _docs(tmp_path))
+    assert len(index.vector or []) > len(index.chunks)  # long chunks have several windows
+    query = "zanzibar quokka marmalade"
+    found = index.vector_search(query, len(index.chunks))
+    expected = _brute_force(index, query)
+    assert sorted(row for row, _ in found) == sorted(expected)
+    for row, score in found:
+        assert score == pytest.approx(expected[row], abs=1e-5)
+    assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+    top = index.chunks[found[0][0]]
+    assert top.source.endswith("tail.txt")
+    # With one truncated vector per chunk the tail would be invisible; here it ranks first
+    # even though the words are far beyond the first window.
+    assert top.text.index("Zanzibar") > 300
+
+
+def test_windows_give_exact_k_with_filters_and_deletes(tmp_path: Path) -> None:
+    index = _build(tmp_path, _docs(tmp_path))
+    n = len(index.chunks)
+    for k in (1, 3, n, n + 5):
+        assert len(index.vector_search("w1 w2 w3", k)) == min(k, n)
+    allow = np.zeros(n, dtype=bool)
+    allow[[0, 2, 5]] = True
+    rows = [row for row, _ in index.vector_search("w1 w2 w3", 10, allow=allow)]
+    assert sorted(rows) == [0, 2, 5]
+    assert sorted(r for r, _ in index.vector_search("w1", 10, allow=[4, 1])) == [1, 4]
+    gone = index.chunks[3].doc_id
+    assert index.delete([gone]) == 1
+    rows = [row for row, _ in index.vector_search("w1 w2 w3", n)]
+    assert 3 not in rows and len(rows) == n - 1
+    index.add(index.chunks[3:4])  # the same long chunk again, new rows at the end
+    rows = [row for row, _ in index.vector_search("w1 w2 w3", n)]
+    assert n in rows and len(rows) == n
+
+
+def test_windows_persist_and_update_equals_a_fresh_build(tmp_path: Path) -> None:
+    src = _docs(tmp_path)
+    index = _build(tmp_path, src)
+    opened = Index.open(index.path, embedder=FakeEmbedder(dim=256))
+    query = "zanzibar quokka w7"
+    assert opened.vector_search(query, 5) == index.vector_search(query, 5)
+    assert opened.info()["counts"]["vectors"] == len(index.vector or [])
+    (src / "d1.txt").write_text(_long_text(42, 400), encoding="utf-8")
+    (src / "d2.txt").unlink()
+    opened.update()
+    fresh = _build(tmp_path, src, name="fresh")
+    assert [c.id for c in opened.chunks] == [c.id for c in fresh.chunks]
+    assert opened.vector_search(query, 7) == fresh.vector_search(query, 7)
+
+
+def test_old_indexes_without_windows_still_open(tmp_path: Path) -> None:
+    src = _docs(tmp_path)
+    index = Index.build(
+        [src], tmp_path / "plain", embedder=FakeEmbedder(dim=256), chunk_size=5000,
+        chunk_overlap=0, vector_window=0,
+    )  # fmt: skip
+    assert len(index.vector or []) == len(index.chunks)
+    live = current_version(index.path)
+    assert live is not None and not (live / "windows.npy").exists()
+    opened = Index.open(index.path, embedder=FakeEmbedder(dim=256))
+    assert opened.vector_search("w5", 3) == index.vector_search("w5", 3)
+
+
+def test_a_damaged_window_map_is_named(tmp_path: Path) -> None:
+    index = _build(tmp_path, _docs(tmp_path))
+    live = current_version(index.path)
+    assert live is not None
+    path = live / "windows.npy"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(IndexLoadError, match=r"windows\.npy"):
+        Index.open(index.path, embedder=FakeEmbedder(dim=256))
+
+
+def test_window_settings_are_validated(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="vector_window_overlap"):
+        Index.build(
+            [_docs(tmp_path)], tmp_path / "bad", vector_window=300, vector_window_overlap=300
+        )
+    with pytest.raises(ConfigError, match="vector_window"):
+        Index.build([tmp_path / "docs"], tmp_path / "bad", vector_window=-1)
