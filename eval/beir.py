@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from retrieval.evaluation import evaluate_run, load_beir, render_markdown  # noqa: E402
 from retrieval.evaluation.experiment import open_or_build, run_eval  # noqa: E402
 from retrieval.fusion import fuse  # noqa: E402
+from retrieval.hybrid import DEFAULT_CANDIDATE_K  # noqa: E402
 from retrieval.keyword import KeywordRetriever  # noqa: E402
 from retrieval.vector import VectorRetriever  # noqa: E402
 
@@ -55,8 +56,8 @@ def tune(args: argparse.Namespace) -> int:
     test = load_beir(args.dataset, "test")
     index = open_or_build(train, args.index or Path(args.out) / "index")
     started = time.perf_counter()
-    train_runs = _runs(index, train.queries, 100)
-    test_runs = _runs(index, test.queries, 100)
+    train_runs = _runs(index, train.queries, DEFAULT_CANDIDATE_K)
+    test_runs = _runs(index, test.queries, DEFAULT_CANDIDATE_K)
     print(f"runs computed in {time.perf_counter() - started:.1f}s")
     rows = []
     for method in METHODS:

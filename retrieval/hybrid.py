@@ -5,11 +5,12 @@ fused by :func:`retrieval.fusion.fuse` (weights really apply; a weight of 0 remo
 retriever), keyed by chunk id, never by text. Every stage's score survives in
 ``hit.scores``: ``bm25``, ``vector``, ..., then ``fused`` and, with a reranker, ``rerank``.
 
-Defaults (``relative_score`` fusion, equal weights, 1,000 candidates per retriever when built
-with :meth:`HybridRetriever.from_index`) were chosen on the SciFact *train* split with
-``eval/beir.py --tune`` (train nDCG@10 0.7349, Recall@100 0.959; 100 candidates gave 0.7326
-and 0.953): min-max normalisation over a deeper candidate list is less sensitive to where a
-run's tail happens to end.
+Defaults (``relative_score`` fusion, weights 0.4 for BM25 and 0.6 for vectors, 1,000
+candidates per retriever when built with :meth:`HybridRetriever.from_index`) were chosen on
+the SciFact *train* split with ``eval/beir.py --tune`` over an index with title boost and
+vector windows (train nDCG@10 0.7401, Recall@100 0.958; equal weights 0.7397; RRF at best
+0.7225): min-max normalisation over a deep candidate list is less sensitive to where a run's
+tail happens to end.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ __all__ = [
 FusionMethod = Literal["rrf", "relative_score", "dbsf"]
 
 DEFAULT_FUSION: FusionMethod = "relative_score"
-DEFAULT_WEIGHTS = (0.5, 0.5)
+DEFAULT_WEIGHTS = (0.4, 0.6)
 """BM25 and vector weights for :meth:`HybridRetriever.from_index` (tuned on SciFact train)."""
 DEFAULT_CANDIDATE_K = 1000
 """Hits each retriever contributes before fusion (tuned on SciFact train)."""
