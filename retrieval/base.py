@@ -8,11 +8,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from indexes.bundle import Index
 from parsers.document import Chunk
 from parsers.errors import ConfigError
 from retrieval.hit import Hit
 
-__all__ = ["BaseRetriever", "Filter", "Retriever", "hits_from_rows"]
+__all__ = ["BaseRetriever", "Filter", "Retriever", "RowRetriever", "hits_from_rows"]
 
 Filter = Mapping[str, Any]
 """A metadata filter, e.g. ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
@@ -78,6 +79,29 @@ class BaseRetriever(ABC):
     ) -> list[list[Hit]]:
         """One result list per query, aligned with ``queries``."""
         return [self.invoke(query, k=k, filter=filter) for query in queries]
+
+
+class RowRetriever(BaseRetriever):
+    """A retriever that ranks the rows of one :class:`indexes.Index`, then wraps them as hits.
+
+    Splitting "rank rows" from "make hits" lets a hybrid over one index fuse plain
+    ``(row, score)`` runs and build hits only for the ``k`` it returns, not for every
+    candidate (a thousand per retriever by default).
+    """
+
+    stage: str
+    """The key of this retriever's score in ``hit.scores``."""
+
+    def __init__(self, index: Index, *, k: int = 10) -> None:
+        super().__init__(k=k)
+        self.index = index
+
+    @abstractmethod
+    def search_rows(self, query: str, k: int, filter: Filter | None) -> list[tuple[int, float]]:
+        """The top ``k`` rows of the index as ``(row, score)`` pairs, best first."""
+
+    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+        return hits_from_rows(self.index.chunks, self.search_rows(query, k, filter), self.stage)
 
 
 def _check_k(k: object, name: str) -> int:

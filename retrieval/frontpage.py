@@ -11,27 +11,25 @@ from __future__ import annotations
 
 from indexes.bundle import Index
 from parsers.errors import ConfigError
-from retrieval.base import BaseRetriever, Filter
+from retrieval.base import Filter, RowRetriever
 from retrieval.filters import filter_mask
-from retrieval.hit import Hit
 
 __all__ = ["FrontPageRetriever"]
 
 
-class FrontPageRetriever(BaseRetriever):
+class FrontPageRetriever(RowRetriever):
     """Return the first ``chunks_per_doc`` chunks of each document."""
 
     stage = "front_page"
 
     def __init__(self, index: Index, *, k: int = 10, chunks_per_doc: int = 1) -> None:
-        super().__init__(k=k)
+        super().__init__(index, k=k)
         if chunks_per_doc < 1:
             msg = f"chunks_per_doc must be at least 1, got {chunks_per_doc}"
             raise ConfigError(msg)
-        self.index = index
         self.chunks_per_doc = chunks_per_doc
 
-    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+    def search_rows(self, query: str, k: int, filter: Filter | None) -> list[tuple[int, float]]:
         allow = filter_mask(filter, self.index.chunks) if filter else None
         seen: dict[str, int] = {}
         picked: list[tuple[int, float]] = []
@@ -41,7 +39,4 @@ class FrontPageRetriever(BaseRetriever):
             if position <= self.chunks_per_doc and (allow is None or allow[row]):
                 picked.append((row, 1.0 / position))
         picked.sort(key=lambda pair: (-pair[1], pair[0]))
-        return [
-            Hit(chunk=self.index.chunks[row], score=score, rank=rank, scores={self.stage: score})
-            for rank, (row, score) in enumerate(picked[:k], start=1)
-        ]
+        return picked[:k]

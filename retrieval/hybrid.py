@@ -20,9 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from indexes.bundle import Index
+from parsers.document import Chunk
 from parsers.errors import ConfigError
-from retrieval.base import BaseRetriever, Filter, Retriever, _check_k
-from retrieval.fusion import fuse_hits
+from retrieval.base import BaseRetriever, Filter, Retriever, RowRetriever, _check_k
+from retrieval.fusion import fuse, fuse_hits
 from retrieval.hit import Hit
 from retrieval.keyword import KeywordRetriever
 from retrieval.rerank import Reranker
@@ -114,6 +115,9 @@ class HybridRetriever(BaseRetriever):
         depth = max(k, self.candidate_k)
         weights = self.weights or [1.0] * len(self.retrievers)
         active = [(r, w) for r, w in zip(self.retrievers, weights, strict=True) if w > 0]
+        if self.reranker is None and all(isinstance(r, RowRetriever) for r, _ in active):
+            row_retrievers = [(r, w) for r, w in active if isinstance(r, RowRetriever)]
+            return self._fuse_rows(query, k, depth, filter, row_retrievers)
         # The others run in the pool while this thread runs the first one: concurrent, without
         # paying a thread hand-off for the retriever we would wait on anyway.
         futures = [
@@ -128,3 +132,42 @@ class HybridRetriever(BaseRetriever):
         if self.reranker is not None:
             hits = self.reranker.rerank(query, hits, k=k)
         return hits[:k]
+
+    def _fuse_rows(
+        self,
+        query: str,
+        k: int,
+        depth: int,
+        filter: Filter | None,
+        active: Sequence[tuple[RowRetriever, float]],
+    ) -> list[Hit]:
+        """The same fusion over plain ``(row, score)`` runs, with hits built for the top k only.
+
+        Equal to fusing the retrievers' hit lists (tested), without building and discarding
+        ``depth`` hits per retriever: most of a hybrid query's time otherwise.
+        """
+        futures = [self._pool.submit(r.search_rows, query, depth, filter) for r, _ in active[1:]]
+        first = active[0][0].search_rows(query, depth, filter)
+        row_runs = [first, *(future.result() for future in futures)]
+        id_runs = [
+            [(r.index.chunks[row].id, score) for row, score in run]
+            for (r, _), run in zip(active, row_runs, strict=True)
+        ]
+        fused = fuse(self.fusion, id_runs, weights=[w for _, w in active], rrf_k=self.rrf_k)[:k]
+        wanted = {chunk_id for chunk_id, _ in fused}
+        found: dict[str, tuple[Chunk, dict[str, float]]] = {}
+        for (retriever, _), rows, ids in zip(active, row_runs, id_runs, strict=True):
+            for (row, _), (chunk_id, score) in zip(rows, ids, strict=True):
+                if chunk_id in wanted:
+                    chunk = retriever.index.chunks[row]
+                    _, stages = found.setdefault(chunk_id, (chunk, {}))
+                    stages.setdefault(retriever.stage, float(score))
+        return [
+            Hit(
+                chunk=found[chunk_id][0],
+                score=score,
+                rank=rank,
+                scores={**found[chunk_id][1], "fused": score},
+            )
+            for rank, (chunk_id, score) in enumerate(fused, start=1)
+        ]

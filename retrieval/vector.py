@@ -6,24 +6,17 @@ in ``hit.scores["vector"]``. Filters are faiss ID selectors applied before ranki
 
 from __future__ import annotations
 
-from indexes.bundle import Index
-from retrieval.base import BaseRetriever, Filter, hits_from_rows
+from retrieval.base import Filter, RowRetriever
 from retrieval.filters import filter_mask
-from retrieval.hit import Hit
 
 __all__ = ["VectorRetriever"]
 
 
-class VectorRetriever(BaseRetriever):
+class VectorRetriever(RowRetriever):
     """Cosine-similarity search with the index's embedder."""
 
     stage = "vector"
 
-    def __init__(self, index: Index, *, k: int = 10) -> None:
-        super().__init__(k=k)
-        self.index = index
-
-    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+    def search_rows(self, query: str, k: int, filter: Filter | None) -> list[tuple[int, float]]:
         allow = filter_mask(filter, self.index.chunks) if filter else None
-        pairs = self.index.vector_search(query, k, allow=allow)
-        return hits_from_rows(self.index.chunks, pairs, self.stage)
+        return self.index.vector_search(query, k, allow=allow)

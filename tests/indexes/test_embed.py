@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from indexes.embed import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
+from indexes.onnx_query import OnnxQueryEncoder
 from indexes.testing import FakeEmbedder
 from parsers.errors import ConfigError, MissingDependencyError
 
@@ -218,3 +219,66 @@ def test_default_model_needs_no_offline_flag(monkeypatch: pytest.MonkeyPatch) ->
     emb = SentenceTransformerEmbedder()
     assert emb.embed_query("offline").shape == (384,)
     assert attempts == []
+
+
+@pytest.mark.slow
+def test_fast_queries_equal_sentence_transformers_encode_query(real) -> None:
+    """The ONNX Runtime query path gives the model's own vectors (within float32 noise)."""
+    emb, attempts = real
+    queries = [
+        "",
+        "cells",
+        "Vitamin D deficiency is associated with multiple sclerosis.",
+        "données médicales et protéines 蛋白质折叠",
+        "a very long query about protein folding and immune response " * 40,  # > 256 tokens
+    ]
+    direct = emb.model.encode_query(queries, normalize_embeddings=True, convert_to_numpy=True)
+    fast = np.stack([emb.embed_query(q) for q in queries])
+    assert isinstance(emb._query_encoder, OnnxQueryEncoder), "the default model runs in ONNX"
+    np.testing.assert_allclose(fast, direct, atol=1e-5)
+    assert fast.dtype == np.float32 and fast.flags.c_contiguous
+    assert attempts == []
+
+
+@pytest.mark.slow
+def test_fast_queries_can_be_disabled_and_fall_back(real, monkeypatch: pytest.MonkeyPatch) -> None:
+    emb, _ = real
+    model = emb.model
+    expected = emb.embed_query("protein folding")
+    plain = SentenceTransformerEmbedder(model, model_id="m", fast_queries=False)
+    np.testing.assert_allclose(plain.embed_query("protein folding"), expected, atol=1e-5)
+    assert plain._query_encoder is None  # never exported
+    prompted = SentenceTransformerEmbedder(model, model_id="m", query_prompt="query: ")
+    prompted.embed_query("protein folding")
+    assert prompted._query_encoder is None  # prompts keep sentence-transformers' encode
+
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "onnxruntime":
+            raise ImportError("No module named 'onnxruntime'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    missing = SentenceTransformerEmbedder(model, model_id="m")
+    np.testing.assert_allclose(missing.embed_query("protein folding"), expected, atol=1e-5)
+    assert missing._query_encoder is False  # tried once, remembered
+
+
+def test_unsupported_pipelines_have_no_onnx_plan() -> None:
+    assert OnnxQueryEncoder.from_model(StubModel()) is None  # not a module pipeline
+
+    class Transformer:
+        auto_model = object()
+
+    class Pooling:
+        pooling_mode = "max"
+
+    class Dense:
+        pass
+
+    assert OnnxQueryEncoder.from_model([Transformer(), Pooling()]) is None  # max pooling
+    Pooling.pooling_mode = "mean"
+    assert OnnxQueryEncoder.from_model([Transformer(), Pooling(), Dense()]) is None

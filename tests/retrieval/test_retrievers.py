@@ -12,9 +12,11 @@ import pytest
 from indexes.bundle import Index
 from indexes.testing import FakeEmbedder
 from parsers import ConfigError, Document
+from retrieval.base import BaseRetriever, Filter
 from retrieval.frontpage import FrontPageRetriever
 from retrieval.fusion import fuse
-from retrieval.hybrid import HybridRetriever
+from retrieval.hit import Hit
+from retrieval.hybrid import FusionMethod, HybridRetriever
 from retrieval.keyword import KeywordRetriever
 from retrieval.rerank import MMRReranker
 from retrieval.vector import VectorRetriever
@@ -94,6 +96,30 @@ def test_hybrid_equals_fusion_of_its_halves(index: Index) -> None:
     for hit in hits:
         assert hit.scores["fused"] == hit.score
         assert {"bm25", "vector"} & set(hit.scores)
+
+
+class _HitsOnly(BaseRetriever):
+    """Hides a retriever's rows, so a hybrid over it takes the general hit-list path."""
+
+    def __init__(self, inner: BaseRetriever) -> None:
+        super().__init__(k=inner.k)
+        self.inner = inner
+
+    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+        return self.inner.invoke(query, k=k, filter=filter)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "relative_score", "dbsf"])
+def test_row_fusion_equals_hit_list_fusion(index: Index, fusion: FusionMethod) -> None:
+    halves = [KeywordRetriever(index), VectorRetriever(index), FrontPageRetriever(index)]
+    options = {"weights": [0.5, 0.3, 0.2], "fusion": fusion, "candidate_k": 15}
+    by_rows = HybridRetriever(halves, **options)  # type: ignore[arg-type]
+    by_hits = HybridRetriever([_HitsOnly(r) for r in halves], **options)  # type: ignore[arg-type]
+    for query in ["volcano lava", "glacier", "reef fish sand", "zzz nothing"]:
+        for spec in (None, {"source": {"$in": ["r1.pdf", "r2.pdf"]}}):
+            expected = by_hits.invoke(query, k=8, filter=spec)
+            assert by_rows.invoke(query, k=8, filter=spec) == expected
+            assert expected  # front page always contributes
 
 
 def test_weight_zero_removes_a_retriever(index: Index) -> None:
