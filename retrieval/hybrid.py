@@ -19,11 +19,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
+import numpy as np
+
 from indexes.bundle import Index
 from parsers.document import Chunk
 from parsers.errors import ConfigError
 from retrieval.base import BaseRetriever, Filter, Retriever, RowRetriever, _check_k
-from retrieval.fusion import fuse, fuse_hits
+from retrieval.fusion import fuse, fuse_arrays, fuse_hits
 from retrieval.hit import Hit
 from retrieval.keyword import KeywordRetriever
 from retrieval.rerank import Reranker
@@ -144,23 +146,31 @@ class HybridRetriever(BaseRetriever):
         """The same fusion over plain ``(row, score)`` runs, with hits built for the top k only.
 
         Equal to fusing the retrievers' hit lists (tested), without building and discarding
-        ``depth`` hits per retriever: most of a hybrid query's time otherwise.
+        ``depth`` hits per retriever, which was most of a hybrid query's time.
         """
         futures = [self._pool.submit(r.search_rows, query, depth, filter) for r, _ in active[1:]]
         first = active[0][0].search_rows(query, depth, filter)
         row_runs = [first, *(future.result() for future in futures)]
-        id_runs = [
-            [(r.index.chunks[row].id, score) for row, score in run]
-            for (r, _), run in zip(active, row_runs, strict=True)
-        ]
-        fused = fuse(self.fusion, id_runs, weights=[w for _, w in active], rrf_k=self.rrf_k)[:k]
+        weights = [w for _, w in active]
+        index = active[0][0].index
+        if all(r.index is index for r, _ in active):
+            fused = self._fuse_one_index(index.chunks, row_runs, weights, k)
+        else:
+            fused = None
+        if fused is None:  # several indexes, or a chunk id on several rows: key by chunk id
+            id_runs = [
+                [(r.index.chunks[row].id, score) for row, score in run]
+                for (r, _), run in zip(active, row_runs, strict=True)
+            ]
+            fused = fuse(self.fusion, id_runs, weights=weights, rrf_k=self.rrf_k)[:k]
         wanted = {chunk_id for chunk_id, _ in fused}
         found: dict[str, tuple[Chunk, dict[str, float]]] = {}
-        for (retriever, _), rows, ids in zip(active, row_runs, id_runs, strict=True):
-            for (row, _), (chunk_id, score) in zip(rows, ids, strict=True):
-                if chunk_id in wanted:
-                    chunk = retriever.index.chunks[row]
-                    _, stages = found.setdefault(chunk_id, (chunk, {}))
+        for (retriever, _), run in zip(active, row_runs, strict=True):
+            chunks = retriever.index.chunks
+            for row, score in run:
+                chunk = chunks[row]
+                if chunk.id in wanted:
+                    _, stages = found.setdefault(chunk.id, (chunk, {}))
                     stages.setdefault(retriever.stage, float(score))
         return [
             Hit(
@@ -171,3 +181,28 @@ class HybridRetriever(BaseRetriever):
             )
             for rank, (chunk_id, score) in enumerate(fused, start=1)
         ]
+
+    def _fuse_one_index(
+        self,
+        chunks: Sequence[Chunk],
+        row_runs: Sequence[Sequence[tuple[int, float]]],
+        weights: Sequence[float],
+        k: int,
+    ) -> list[tuple[str, float]] | None:
+        """Top ``k`` ``(chunk_id, fused)`` by numpy fusion keyed by row; ``None`` when two
+        candidate rows share a chunk id (then rows are not valid keys)."""
+        arrays = []
+        for run in row_runs:
+            pairs = np.asarray(run, dtype=np.float64).reshape(-1, 2)
+            arrays.append((pairs[:, 0].astype(np.int64), pairs[:, 1]))
+        rows, scores = fuse_arrays(self.fusion, arrays, weights=weights, rrf_k=self.rrf_k)
+        ids = [chunks[row].id for row in rows.tolist()]
+        if len(set(ids)) != len(ids):
+            return None
+        if len(scores) > k:  # everything tied with the k-th score competes on chunk id
+            kth = np.partition(-scores, k - 1)[k - 1]
+            keep = np.flatnonzero(-scores <= kth)
+        else:
+            keep = np.arange(len(scores))
+        ranked = sorted(((ids[i], float(scores[i])) for i in keep), key=lambda p: (-p[1], p[0]))
+        return ranked[:k]

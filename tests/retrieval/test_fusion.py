@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from parsers.document import Chunk
 from parsers.errors import ConfigError
 from retrieval.fusion import (
     distribution_based_score_fusion,
     fuse,
+    fuse_arrays,
     fuse_hits,
     reciprocal_rank_fusion,
     relative_score_fusion,
@@ -235,3 +239,51 @@ def test_fuse_hits_k_zero_weight_and_unlabelled_scores() -> None:
     assert len(fuse_hits("rrf", [first, second], k=1)) == 1
     with pytest.raises(ConfigError, match="k must be"):
         fuse_hits("rrf", [first], k=0)
+
+
+_distinct_run = st.lists(
+    st.tuples(st.integers(0, 30), st.floats(-50, 50, allow_nan=False, width=32)),
+    max_size=25,
+    unique_by=lambda pair: pair[0],
+).map(lambda run: sorted(run, key=lambda pair: -pair[1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    method=st.sampled_from(["rrf", "relative_score", "dbsf"]),
+    runs=st.lists(_distinct_run, min_size=1, max_size=3),
+    data=st.data(),
+)
+def test_fuse_arrays_equals_fuse_bit_for_bit(method: str, runs: list, data: st.DataObject) -> None:  # type: ignore[type-arg]
+    weights = data.draw(
+        st.lists(st.sampled_from([0.0, 0.3, 0.5, 1.0, 2.0]), min_size=len(runs), max_size=len(runs))
+    )
+    if not any(weights):
+        weights[0] = 1.0
+    expected = fuse(
+        method, [[(f"c{key:03d}", s) for key, s in run] for run in runs], weights=weights
+    )  # type: ignore[arg-type]
+    arrays = [
+        (np.array([key for key, _ in run], dtype=np.int64), np.array([s for _, s in run]))
+        for run in runs
+    ]
+    keys, scores = fuse_arrays(method, arrays, weights=weights)  # type: ignore[arg-type]
+    got = sorted(
+        ((f"c{key:03d}", score) for key, score in zip(keys.tolist(), scores.tolist(), strict=True)),
+        key=lambda pair: (-pair[1], pair[0]),
+    )
+    assert got == expected  # exact floats, not approximately
+
+
+def test_fuse_arrays_errors() -> None:
+    run = (np.array([1, 2]), np.array([1.0, math.inf]))
+    with pytest.raises(ConfigError, match="finite"):
+        fuse_arrays("relative_score", [run])
+    with pytest.raises(ConfigError, match="unknown fusion"):
+        fuse_arrays("max", [run])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="rrf_k"):
+        fuse_arrays("rrf", [run], rrf_k=-1)
+    with pytest.raises(ConfigError, match="weights"):
+        fuse_arrays("rrf", [run], weights=[1.0, 2.0])
+    keys, scores = fuse_arrays("rrf", [(np.zeros(0, dtype=np.int64), np.zeros(0))])
+    assert len(keys) == len(scores) == 0
