@@ -467,7 +467,30 @@ class VectorIndex:
         if q.ndim != 1:
             msg = f"search takes one vector of shape ({self.dim},), got {q.shape}; use search_batch"
             raise DimensionMismatchError(msg)
+        if allow is None and self.kind == "flat" and q.shape[0] == self.dim:
+            return self._search_flat_one(q, k)
         return self.search_batch(q[None, :], k, allow)[0]
+
+    def _search_flat_one(self, q: npt.NDArray[np.float32], k: int) -> tuple[Rows, Scores]:
+        """:meth:`search_batch`'s result for one unfiltered query on a flat index, with the
+        per-call bookkeeping cut to what one matrix-vector product needs (an agent's call)."""
+        _positive("k", k)
+        square = float(np.dot(q, q))
+        if not math.isfinite(square):
+            msg = "query vectors contain NaN or infinity (or values too large to square)"
+            raise ConfigError(msg)
+        if square:
+            q = q / np.float32(math.sqrt(square))
+        with self._lock:
+            x = self._stored_vectors()
+            if k >= len(x):
+                k = len(x)
+                if k == 0:
+                    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            sims = x @ q
+            top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(k)
+            top = top[np.argsort(-sims[top], kind="stable")]
+            return self._rows[top], sims[top]
 
     def search_batch(
         self, vectors: npt.ArrayLike, k: int, allow: Allow = None

@@ -60,12 +60,25 @@ def test_flat_equals_numpy_brute_force(data, n_queries: int, k: int) -> None:
 def test_single_search_equals_batch(data) -> None:
     rows, vectors, queries = data
     index = build("flat", rows, vectors)
-    for query, (b_rows, b_scores) in zip(
-        queries[:5], index.search_batch(queries[:5], 9), strict=True
-    ):
-        s_rows, s_scores = index.search(query, 9)
-        np.testing.assert_array_equal(s_rows, b_rows)
-        np.testing.assert_allclose(s_scores, b_scores, rtol=1e-6)
+    for k in (1, 9, 2000):  # 2000 > ntotal: every row
+        batch = index.search_batch(queries[:5], k)
+        for query, (b_rows, b_scores) in zip(queries[:5], batch, strict=True):
+            s_rows, s_scores = index.search(query, k)  # the single-query fast path
+            np.testing.assert_array_equal(s_rows, b_rows)
+            np.testing.assert_allclose(s_scores, b_scores, rtol=1e-6, atol=1e-6)  # gemm, gemv
+            ((one_rows, one_scores),) = index.search_batch(query[None, :], k)
+            np.testing.assert_array_equal(s_rows, one_rows)
+            np.testing.assert_array_equal(s_scores, one_scores)  # the same floats
+            assert s_scores.dtype == np.float32 and s_rows.dtype == np.int64
+            want_rows, _ = brute(rows, vectors, query, min(k, len(rows)))
+            np.testing.assert_array_equal(s_rows, want_rows)
+    with pytest.raises(ConfigError, match="NaN"):
+        index.search(np.full(DIM, np.nan, dtype=np.float32), 3)
+    with pytest.raises(ConfigError, match="k must be"):
+        index.search(queries[0], 0)
+    with pytest.raises(DimensionMismatchError):
+        index.search(queries[0][:-1], 3)
+    assert index.search(np.zeros(DIM, dtype=np.float32), 2)[0].size == 2  # zero query: no error
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
