@@ -479,18 +479,19 @@ class VectorIndex:
         if not math.isfinite(square):
             msg = "query vectors contain NaN or infinity (or values too large to square)"
             raise ConfigError(msg)
-        if square:
-            q = q / np.float32(math.sqrt(square))
+        # Negating the normalised query negates every product exactly, so ``-(x @ -q)`` is
+        # bit for bit ``x @ q`` and the ranking needs no negated copy of all the scores.
+        neg_q = -(q / np.float32(math.sqrt(square))) if square else -q
         with self._lock:
             x = self._stored_vectors()
             if k >= len(x):
                 k = len(x)
                 if k == 0:
                     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-            sims = x @ q
-            top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(k)
-            top = top[np.argsort(-sims[top], kind="stable")]
-            return self._rows[top], sims[top]
+            neg = x @ neg_q
+            top = np.argpartition(neg, k - 1)[:k] if k < len(neg) else np.arange(k)
+            top = top[np.argsort(neg[top], kind="stable")]
+            return self._rows[top], -neg[top]
 
     def search_batch(
         self, vectors: npt.ArrayLike, k: int, allow: Allow = None
