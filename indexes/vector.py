@@ -481,14 +481,14 @@ class VectorIndex:
             raise ConfigError(msg)
         # Negating the normalised query negates every product exactly, so ``-(x @ -q)`` is
         # bit for bit ``x @ q`` and the ranking needs no negated copy of all the scores.
-        neg_q = -(q / np.float32(math.sqrt(square))) if square else -q
+        neg_q: Scores = -(q / np.float32(math.sqrt(square))) if square else -q
         with self._lock:
             x = self._stored_vectors()
             if k >= len(x):
                 k = len(x)
                 if k == 0:
                     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-            neg = x @ neg_q
+            neg: Scores = x @ neg_q
             top = np.argpartition(neg, k - 1)[:k] if k < len(neg) else np.arange(k)
             top = top[np.argsort(neg[top], kind="stable")]
             return self._rows[top], -neg[top]
