@@ -179,7 +179,9 @@ def _distribution(run: list[tuple[str, float]]) -> dict[str, float]:
     if max(scores) == min(scores):
         return {cid: 0.5 for cid, _ in run}
     mean = math.fsum(scores) / len(scores)
-    std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+    # (s - mean) * (s - mean), not ** 2: pow and numpy's square may round differently, and
+    # fuse_arrays must give the same floats.
+    std = math.sqrt(math.fsum((s - mean) * (s - mean) for s in scores) / len(scores))
     low = mean - 3 * std
     return {cid: min(1.0, max(0.0, (s - low) / (6 * std))) for cid, s in run}
 
@@ -410,6 +412,7 @@ def _distribution_array(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float
     if float(scores.max()) == float(scores.min()):
         return np.full_like(scores, 0.5)
     mean = math.fsum(scores.tolist()) / len(scores)
-    std = math.sqrt(math.fsum(((scores - mean) ** 2).tolist()) / len(scores))
+    deviations = scores - mean
+    std = math.sqrt(math.fsum((deviations * deviations).tolist()) / len(scores))
     low = mean - 3 * std
     return np.clip((scores - low) / (6 * std), 0.0, 1.0)
