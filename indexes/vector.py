@@ -475,23 +475,13 @@ class VectorIndex:
         """:meth:`search_batch`'s result for one unfiltered query on a flat index, with the
         per-call bookkeeping cut to what one matrix-vector product needs (an agent's call)."""
         _positive("k", k)
-        square = float(np.dot(q, q))
-        if not math.isfinite(square):
-            msg = "query vectors contain NaN or infinity (or values too large to square)"
-            raise ConfigError(msg)
-        # Negating the normalised query negates every product exactly, so ``-(x @ -q)`` is
-        # bit for bit ``x @ q`` and the ranking needs no negated copy of all the scores.
-        neg_q: Scores = -(q / np.float32(math.sqrt(square))) if square else -q
+        one = self._matrix(q, "query")
         with self._lock:
-            x = self._stored_vectors()
-            if k >= len(x):
-                k = len(x)
-                if k == 0:
-                    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-            neg: Scores = x @ neg_q
-            top = np.argpartition(neg, k - 1)[:k] if k < len(neg) else np.arange(k)
-            top = top[np.argsort(neg[top], kind="stable")]
-            return self._rows[top], -neg[top]
+            k = min(k, self.ntotal)
+            if k == 0:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            scores, labels = self._numpy_top_k(one, k)
+            return self._rows[labels[0]], scores[0]
 
     def search_batch(
         self, vectors: npt.ArrayLike, k: int, allow: Allow = None
@@ -558,10 +548,12 @@ class VectorIndex:
         """
         x = self._stored_vectors()  # flat: label == position
         if len(q) == 1:  # matrix-vector product: the cheapest BLAS call for one query
-            sims1 = x @ q[0]
-            top1 = np.argpartition(-sims1, k - 1)[:k] if k < len(sims1) else np.arange(k)
-            top1 = top1[np.argsort(-sims1[top1], kind="stable")]
-            return sims1[top1][None, :], top1[None, :]
+            # Negating the query negates every product exactly, so ``-(x @ -q)`` is bit for
+            # bit ``x @ q`` and ranking needs no negated copy of all the scores.
+            neg = x @ -q[0]
+            top1 = np.argpartition(neg, k - 1)[:k] if k < len(neg) else np.arange(k)
+            top1 = top1[np.argsort(neg[top1], kind="stable")]
+            return -neg[top1][None, :], top1[None, :]
         scores = np.empty((len(q), k), dtype=np.float32)
         labels = np.empty((len(q), k), dtype=np.int64)
         block = max(1, _BLOCK_FLOATS // max(1, len(x)))
