@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import Literal, TypeAlias, get_args
+from typing import Literal, NoReturn, TypeAlias, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -126,6 +126,17 @@ def _check_scores(run: list[tuple[str, float]]) -> None:
         raise ConfigError(msg)
 
 
+def _check_rrf_k(rrf_k: float) -> None:
+    if isinstance(rrf_k, bool) or not math.isfinite(rrf_k) or rrf_k < 0:
+        msg = f"rrf_k must be a finite number >= 0, got {rrf_k!r}; the usual value is 60"
+        raise ConfigError(msg)
+
+
+def _unknown_method(method: object) -> NoReturn:
+    msg = f"unknown fusion method {method!r}; choose one of {', '.join(_METHODS)}"
+    raise ConfigError(msg)
+
+
 def _sorted(fused: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
@@ -156,9 +167,7 @@ def reciprocal_rank_fusion(
         >>> reciprocal_rank_fusion([[("a", 9.0), ("b", 5.0)], [("b", 0.8)]])
         [('b', 0.03252247488101534), ('a', 0.01639344262295082)]
     """
-    if isinstance(rrf_k, bool) or not math.isfinite(rrf_k) or rrf_k < 0:
-        msg = f"rrf_k must be a finite number >= 0, got {rrf_k!r}; the usual value is 60"
-        raise ConfigError(msg)
+    _check_rrf_k(rrf_k)
     fused: dict[str, float] = {}
     for weight, run in _active_runs(runs, weights):
         for rank, (chunk_id, _score) in enumerate(run, start=1):
@@ -276,8 +285,7 @@ def fuse(
         return relative_score_fusion(runs, weights=weights)
     if method == "dbsf":
         return distribution_based_score_fusion(runs, weights=weights)
-    msg = f"unknown fusion method {method!r}; choose one of {', '.join(_METHODS)}"
-    raise ConfigError(msg)
+    _unknown_method(method)
 
 
 def _stage_scores(hit: Hit, fallback: str) -> dict[str, float]:
@@ -368,11 +376,9 @@ def fuse_arrays(
             infinite score for a score-based method.
     """
     if method not in _METHODS:
-        msg = f"unknown fusion method {method!r}; choose one of {', '.join(_METHODS)}"
-        raise ConfigError(msg)
-    if method == "rrf" and (isinstance(rrf_k, bool) or not math.isfinite(rrf_k) or rrf_k < 0):
-        msg = f"rrf_k must be a finite number >= 0, got {rrf_k!r}; the usual value is 60"
-        raise ConfigError(msg)
+        _unknown_method(method)
+    if method == "rrf":
+        _check_rrf_k(rrf_k)
     checked = _check_weights(weights, len(runs))
     keys: list[npt.NDArray[np.int64]] = []
     values: list[npt.NDArray[np.float64]] = []
