@@ -15,9 +15,10 @@ tail happens to end.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 FusionMethod = Literal["rrf", "relative_score", "dbsf"]
+_T = TypeVar("_T")
 
 DEFAULT_FUSION: FusionMethod = "relative_score"
 DEFAULT_WEIGHTS = (0.4, 0.6)
@@ -120,13 +122,9 @@ class HybridRetriever(BaseRetriever):
         if self.reranker is None and all(isinstance(r, RowRetriever) for r, _ in active):
             row_retrievers = [(r, w) for r, w in active if isinstance(r, RowRetriever)]
             return self._fuse_rows(query, k, depth, filter, row_retrievers)
-        # The others run in the pool while this thread runs the first one: concurrent, without
-        # paying a thread hand-off for the retriever we would wait on anyway.
-        futures = [
-            self._pool.submit(r.invoke, query, k=depth, filter=filter) for r, _ in active[1:]
-        ]
-        first = active[0][0].invoke(query, k=depth, filter=filter)
-        hit_lists = [first, *(future.result() for future in futures)]
+        hit_lists = self._concurrently(
+            [functools.partial(r.invoke, query, k=depth, filter=filter) for r, _ in active]
+        )
         keep = depth if self.reranker is not None else k
         hits = fuse_hits(
             self.fusion, hit_lists, weights=[w for _, w in active], rrf_k=self.rrf_k, k=keep
@@ -134,6 +132,13 @@ class HybridRetriever(BaseRetriever):
         if self.reranker is not None:
             hits = self.reranker.rerank(query, hits, k=k)
         return hits[:k]
+
+    def _concurrently(self, calls: Sequence[Callable[[], _T]]) -> list[_T]:
+        """Results of ``calls`` in order. The others run in the pool while this thread runs
+        the first: concurrent, without a thread hand-off for the call we would wait on anyway."""
+        futures = [self._pool.submit(call) for call in calls[1:]]
+        first = calls[0]()
+        return [first, *(future.result() for future in futures)]
 
     def _fuse_rows(
         self,
@@ -148,9 +153,9 @@ class HybridRetriever(BaseRetriever):
         Equal to fusing the retrievers' hit lists (tested), without building and discarding
         ``depth`` hits per retriever, which was most of a hybrid query's time.
         """
-        futures = [self._pool.submit(r.search_rows, query, depth, filter) for r, _ in active[1:]]
-        first = active[0][0].search_rows(query, depth, filter)
-        row_runs = [first, *(future.result() for future in futures)]
+        row_runs = self._concurrently(
+            [functools.partial(r.search_rows, query, depth, filter) for r, _ in active]
+        )
         weights = [w for _, w in active]
         index = active[0][0].index
         if all(r.index is index for r, _ in active):
@@ -200,8 +205,8 @@ class HybridRetriever(BaseRetriever):
         if len(set(ids)) != len(ids):
             return None
         if len(scores) > k:  # everything tied with the k-th score competes on chunk id
-            kth = np.partition(-scores, k - 1)[k - 1]
-            keep = np.flatnonzero(-scores <= kth)
+            neg = -scores
+            keep = np.flatnonzero(neg <= np.partition(neg, k - 1)[k - 1])
         else:
             keep = np.arange(len(scores))
         ranked = sorted(((ids[i], float(scores[i])) for i in keep), key=lambda p: (-p[1], p[0]))
