@@ -55,6 +55,12 @@ RANK_BM25 = {"okapi": "BM25Okapi", "bm25l": "BM25L", "bm25plus": "BM25Plus"}
 # ------------------------------------------------------------------------------ data
 
 
+def load_titles(root: Path) -> list[str]:
+    """The title of every corpus document, in corpus order."""
+    with open(root / "corpus.jsonl", encoding="utf-8") as handle:
+        return [json.loads(line).get("title", "") for line in handle]
+
+
 def load_scifact(root: Path) -> tuple[list[str], list[str], dict[str, str], dict[str, Any]]:
     """Corpus ids and texts (title + text), queries by id, qrels by split."""
     ids, texts = [], []
@@ -262,9 +268,7 @@ def _index_default_quality(
 ) -> dict[str, Any]:
     """nDCG@10 / Recall@100 of BM25 as ``rag build`` and ``Index`` index a titled document
     by default: the title ``TITLE_BOOST`` extra times before title and text."""
-    with open(root / "corpus.jsonl", encoding="utf-8") as handle:
-        titles = [json.loads(line).get("title", "") for line in handle]
-    title_tokens = tokenizer.tokenize_many(titles)
+    title_tokens = tokenizer.tokenize_many(load_titles(root))
     index = BM25Index()
     index.add([t * TITLE_BOOST + body for t, body in zip(title_tokens, corpus, strict=True)])
     run = {}

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
-from bench_bm25 import SCIFACT, load_scifact  # noqa: E402
+from bench_bm25 import SCIFACT, load_scifact, load_titles  # noqa: E402
 from tune_bm25 import run_split  # noqa: E402
 
 from indexes.bm25 import BM25Index  # noqa: E402
@@ -40,12 +40,6 @@ K1_GRID = (0.9, 1.2, 1.5, 1.8)
 B_GRID = (0.5, 0.6, 0.7, 0.75, 0.8)
 
 
-def titles(root: Path) -> list[str]:
-    """The title of every corpus document, in corpus order."""
-    with open(root / "corpus.jsonl", encoding="utf-8") as handle:
-        return [json.loads(line).get("title", "") for line in handle]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=Path, default=SCIFACT)
@@ -55,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc_ids, texts, queries, qrels = load_scifact(args.data)
     tokenizer = Tokenizer()
     body_tokens = tokenizer.tokenize_many(texts)  # title + text, as bench_bm25 indexes them
-    title_tokens = tokenizer.tokenize_many(titles(args.data))
+    title_tokens = tokenizer.tokenize_many(load_titles(args.data))
     query_tokens = {q: tokenizer(text) for q, text in queries.items()}
 
     def corpus(boost: int) -> list[list[str]]:

@@ -140,7 +140,7 @@ class SentenceTransformerEmbedder:
                 when giving a prebuilt model object.
             fast_queries: embed single queries with an in-memory ONNX Runtime copy of the
                 model when its pipeline allows (``indexes.onnx_query``; same vectors within
-                1e-6, about 3x faster on a small CPU); ``False`` always uses the model.
+                1e-5, about 2x faster on a small CPU); ``False`` always uses the model.
 
         Raises:
             ConfigError: an argument has the wrong type or value.

@@ -50,7 +50,7 @@ class OnnxQueryEncoder:
     def from_model(
         cls, model: Any, *, normalize: bool = False, threads: int | None = None
     ) -> OnnxQueryEncoder | None:
-        """Export ``model``'s encoder to ONNX in memory and open an inference session.
+        """Export ``model``'s encoder to ONNX and open an in-memory inference session.
 
         ``normalize`` L2-normalises the output even if the model has no ``Normalize`` module
         (as ``encode(normalize_embeddings=True)`` does).
