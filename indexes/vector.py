@@ -98,19 +98,44 @@ def _positive(name: str, value: object, *, optional: bool = False) -> None:
         raise ConfigError(msg)
 
 
+_NOT_FINITE = "{what} vectors contain NaN or infinity (or values too large to square)"
+
+
+def _unit(v: npt.NDArray[np.float32]) -> npt.NDArray[np.float32] | None:
+    """One vector scaled to unit length (zero stays zero); ``None`` if not finite.
+
+    Scalar arithmetic is several times cheaper than the matrix path for one vector, and
+    most embedder output already has a float32 norm of exactly 1, which needs no division
+    (dividing by 1 would change no bit). The result may be ``v`` itself: it is only read.
+    """
+    square = float(v.dot(v))  # the method skips np.dot's dispatch: half the time
+    if not math.isfinite(square):  # NaN and infinity propagate into the square
+        return None
+    norm = np.float32(math.sqrt(square))
+    if norm == 1 or not square:
+        return v
+    out: npt.NDArray[np.float32] = v / norm
+    return out
+
+
 def _normalise(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32] | None:
     """Rows scaled to unit length (zero rows stay zero); ``None`` if any value is not finite."""
-    if len(x) == 1:  # one query: scalar arithmetic is several times cheaper than the general path
-        square = float(np.dot(x[0], x[0]))
-        if not math.isfinite(square):
-            return None
-        one: npt.NDArray[np.float32] = x / np.float32(math.sqrt(square)) if square else x.copy()
-        return one
+    if len(x) == 1:
+        one = _unit(x[0])
+        return None if one is None else np.ascontiguousarray(one[None, :])
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))
     if not np.isfinite(norms).all():  # NaN and infinity propagate into the norm
         return None
     norms[norms == 0] = 1.0
     out: npt.NDArray[np.float32] = x / norms[:, None]
+    return out
+
+
+def _largest(values: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.int64]:
+    """Positions of the ``k`` largest of one query's scores, best first (``k <= len``)."""
+    n = len(values)
+    top = np.argpartition(values, n - k)[n - k :] if k < n else np.arange(n)
+    out: npt.NDArray[np.int64] = top[np.argsort(-values[top], kind="stable")]
     return out
 
 
@@ -253,8 +278,7 @@ class VectorIndex:
             raise DimensionMismatchError(msg)
         out = _normalise(x)
         if out is None:
-            msg = f"{what} vectors contain NaN or infinity (or values too large to square)"
-            raise ConfigError(msg)
+            raise ConfigError(_NOT_FINITE.format(what=what))
         return out
 
     @staticmethod
@@ -474,14 +498,18 @@ class VectorIndex:
     def _search_flat_one(self, q: npt.NDArray[np.float32], k: int) -> tuple[Rows, Scores]:
         """:meth:`search_batch`'s result for one unfiltered query on a flat index, with the
         per-call bookkeeping cut to what one matrix-vector product needs (an agent's call)."""
-        _positive("k", k)
-        one = self._matrix(q, "query")
+        if type(k) is not int or k < 1:
+            _positive("k", k)  # raises
+        unit = _unit(q)
+        if unit is None:
+            raise ConfigError(_NOT_FINITE.format(what="query"))
         with self._lock:
-            k = min(k, self.ntotal)
+            k = min(k, len(self._sorted_rows))
             if k == 0:
                 return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-            scores, labels = self._numpy_top_k(one, k)
-            return self._rows[labels[0]], scores[0]
+            sims = self._stored_vectors() @ unit
+            top = _largest(sims, k)
+            return self._rows[top], sims[top]
 
     def search_batch(
         self, vectors: npt.ArrayLike, k: int, allow: Allow = None
@@ -548,12 +576,9 @@ class VectorIndex:
         """
         x = self._stored_vectors()  # flat: label == position
         if len(q) == 1:  # matrix-vector product: the cheapest BLAS call for one query
-            # Negating the query negates every product exactly, so ``-(x @ -q)`` is bit for
-            # bit ``x @ q`` and ranking needs no negated copy of all the scores.
-            neg = x @ -q[0]
-            top1 = np.argpartition(neg, k - 1)[:k] if k < len(neg) else np.arange(k)
-            top1 = top1[np.argsort(neg[top1], kind="stable")]
-            return -neg[top1][None, :], top1[None, :]
+            sims = x @ q[0]
+            top1 = _largest(sims, k)
+            return sims[top1][None, :], top1[None, :]
         scores = np.empty((len(q), k), dtype=np.float32)
         labels = np.empty((len(q), k), dtype=np.int64)
         block = max(1, _BLOCK_FLOATS // max(1, len(x)))

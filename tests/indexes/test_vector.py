@@ -78,6 +78,28 @@ def test_single_search_equals_batch(data) -> None:
         index.search(queries[0], 0)
     with pytest.raises(DimensionMismatchError):
         index.search(queries[0][:-1], 3)
+
+
+def test_single_search_of_unit_queries_is_the_plain_product(data) -> None:
+    """A query whose float32 norm is exactly 1 is used as given (dividing by 1 changes no
+    bit): the scores are the very floats of ``stored @ q``, and the caller's array is
+    neither copied into the result nor modified."""
+    rows, vectors, queries = data
+    index = build("flat", rows, vectors)
+    stored = index._stored_vectors()
+    tested = 0
+    for query in unit(queries):
+        if np.float32(np.sqrt(float(query.dot(query)))) != 1:
+            continue
+        tested += 1
+        before = query.copy()
+        got_rows, got_scores = index.search(query, 7)
+        sims = stored @ query
+        top = np.argsort(-sims, kind="stable")[:7]
+        np.testing.assert_array_equal(got_scores, sims[top])
+        np.testing.assert_array_equal(got_rows, index._rows[top])
+        np.testing.assert_array_equal(query, before)
+    assert tested >= 5  # most normalised vectors have a float32 norm of exactly 1
     assert index.search(np.zeros(DIM, dtype=np.float32), 2)[0].size == 2  # zero query: no error
 
 
