@@ -1,19 +1,29 @@
 """Token → term-id mapping for :func:`indexes._bm25_math.count_rows`, on two cores when it pays.
 
 Mapping a token to its id is one dict probe per token. On a large batch that probe is
-memory-bound (about 300 ns on 100M Zipfian tokens: the string, the hash table and the entry
-are three cache misses), and the GIL keeps a second thread from sharing the work. A forked
-child process inherits the token lists as they are (no copy, no pickling), maps the second
-half of the rows with a dictionary of its own into shared memory and sends back its list of
-distinct terms as JSON; meanwhile the parent maps the first half with the index's vocabulary.
-The parent then gives the child's terms their ids in the shared vocabulary and renumbers the
-child's half with one array gather.
+memory-bound (about 450 ns a token on 100M Zipfian tokens over 500,000 terms: the string,
+the hash table, its entry and the id are separate cache misses), and the GIL keeps a second
+thread from sharing the work. Two things cut that cost:
+
+* **Identity.** Token lists made from a vocabulary (a subword tokenizer's
+  ``convert_ids_to_tokens``, a lookup table, a corpus generator) repeat the *same* string
+  objects. Reading each token's address (``id``) touches only the object, and numpy then
+  groups equal addresses with a table indexed by address, whose gathers the CPU overlaps
+  instead of waiting for one probe after another. Only one token per distinct object is
+  looked up in the vocabulary, so equal strings held in distinct objects still get one
+  id. A sample of the first tokens decides whether this pays (most tokens repeat an
+  object); otherwise, or when the addresses span too wide a range for the table, the dict
+  probe is used.
+* **Two processes.** A forked child process inherits the token lists as they are (no copy,
+  no pickling) and does the second half of the rows into shared memory: their addresses
+  (the same in both processes), or their ids in a dictionary of its own, which it sends
+  back as a JSON list of terms for the parent to renumber with one array gather.
 
 The fork is used only where it is safe and worth it: a POSIX ``os.fork``, a single Python
 thread (forking a threaded process can leave a lock held forever in the child), at least
 :data:`MIN_PARALLEL_TOKENS` tokens and ``workers >= 2``. If the child fails for any reason
-the parent maps that half itself, so the result never depends on the path taken, except for
-the order in which new terms get their ids (which no score depends on).
+the parent does that half itself. Every path gives the same ids: new terms are numbered
+in order of first occurrence.
 """
 
 from __future__ import annotations
@@ -26,15 +36,26 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-__all__ = ["MIN_PARALLEL_TOKENS", "available_workers", "map_token_ids"]
+IntArray = npt.NDArray[np.integer[Any]]
+
+__all__ = ["MIN_IDENTITY_TOKENS", "MIN_PARALLEL_TOKENS", "available_workers", "map_token_ids"]
 
 logger = logging.getLogger(__name__)
 
 MIN_PARALLEL_TOKENS = 4_000_000
 """Below this many tokens a fork costs more than it saves (measured: ~1 s of mapping)."""
+
+MIN_IDENTITY_TOKENS = 1 << 20
+"""Below this many tokens the identity pass is not tried (the dict probe takes < 0.5 s)."""
+
+_SAMPLE_TOKENS = 1 << 18  # first tokens whose addresses decide if tokens repeat objects
+_MIN_TABLE = 1 << 22  # address-table slots always allowed, beyond one per token
+_BLOCK = 1 << 22  # tokens per numpy step of the identity pass: bounds its temporaries
 
 
 def available_workers() -> int:
@@ -45,10 +66,14 @@ def available_workers() -> int:
 
 
 def _map(
-    lookup: Callable[[str], int], token_lists: Sequence[Sequence[str]], count: int
-) -> np.ndarray:
+    lookup: Callable[[Any], int], token_lists: Sequence[Sequence[Any]], count: int
+) -> IntArray:
     tokens = chain.from_iterable(token_lists)
     return np.fromiter(map(lookup, tokens), dtype=np.int32, count=count)
+
+
+def _addresses(token_lists: Sequence[Sequence[Any]], count: int) -> IntArray:
+    return np.fromiter(map(id, chain.from_iterable(token_lists)), dtype=np.int64, count=count)
 
 
 def _can_fork(workers: int, total: int, min_tokens: int) -> bool:
@@ -62,12 +87,13 @@ def _can_fork(workers: int, total: int, min_tokens: int) -> bool:
 
 def map_token_ids(
     token_lists: Sequence[Sequence[str]],
-    lengths: np.ndarray,
+    lengths: IntArray,
     vocab: dict[str, int],
     *,
     workers: int | None = None,
     min_tokens: int | None = None,
-) -> np.ndarray:
+    identity: bool | None = None,
+) -> IntArray:
     """Term ids (int32) of all tokens, row after row; unknown terms are added to ``vocab``.
 
     Args:
@@ -77,42 +103,149 @@ def map_token_ids(
         workers: CPUs to use (``None``: all available); only 1 or 2 are ever used.
         min_tokens: the smallest batch worth a forked worker (``None``:
             :data:`MIN_PARALLEL_TOKENS`).
+        identity: group tokens by object first (``None``: when the batch has at least
+            :data:`MIN_IDENTITY_TOKENS` tokens and a sample shows repeated objects).
     """
-    total = int(lengths.sum())
-    if min_tokens is None:
-        min_tokens = MIN_PARALLEL_TOKENS
-    n_workers = available_workers() if workers is None else workers
-    if not _can_fork(n_workers, total, min_tokens):
-        return _map(vocab.__getitem__, token_lists, total)
     ends = np.cumsum(lengths)
-    split = int(np.searchsorted(ends, total // 2, side="left")) + 1
-    split = min(split, len(token_lists))
-    n_first = int(ends[split - 1])
-    n_second = total - n_first
-    if n_second == 0:
-        return _map(vocab.__getitem__, token_lists, total)
-    second = token_lists[split:]
-    child = _ForkedMapper(second, n_second)
-    first_ids = _map(vocab.__getitem__, token_lists[:split], n_first)
-    result = child.result()
+    total = int(ends[-1]) if len(ends) else 0
+    n_workers = available_workers() if workers is None else workers
+    fork = _can_fork(n_workers, total, MIN_PARALLEL_TOKENS if min_tokens is None else min_tokens)
+    if identity is None:
+        identity = total >= MIN_IDENTITY_TOKENS and _repeats_objects(token_lists, ends)
+    if identity and total:
+        ids = _ids_by_identity(token_lists, lengths, ends, vocab, fork=fork)
+        if ids is not None:
+            return ids
+    return _ids_by_lookup(token_lists, ends, vocab, fork=fork)
+
+
+def _halves(ends: IntArray, fork: bool) -> tuple[int, int]:
+    """Rows and tokens of the first half (all of them when not forking)."""
+    total = int(ends[-1]) if len(ends) else 0
+    if not fork:
+        return len(ends), total
+    split = min(int(np.searchsorted(ends, total // 2, side="left")) + 1, len(ends))
+    return split, int(ends[split - 1])
+
+
+def _table_size(addresses: IntArray, total: int) -> int | None:
+    """Slots of the address table for these addresses; ``None`` if too many for ``total``."""
+    size = ((int(addresses.max()) - int(addresses.min())) >> 4) + 1
+    return size if size <= total + _MIN_TABLE else None
+
+
+def _repeats_objects(token_lists: Sequence[Sequence[str]], ends: IntArray) -> bool:
+    """Whether at least half of the first tokens repeat an object seen before them, within
+    an address range the table can cover."""
+    rows = min(int(np.searchsorted(ends, _SAMPLE_TOKENS, side="left")) + 1, len(ends))
+    addresses = _addresses(token_lists[:rows], int(ends[rows - 1]))
+    if _table_size(addresses, int(ends[-1])) is None:
+        return False
+    return 2 * len(np.unique(addresses)) <= len(addresses)
+
+
+def _ids_by_identity(
+    token_lists: Sequence[Sequence[str]],
+    lengths: IntArray,
+    ends: IntArray,
+    vocab: dict[str, int],
+    *,
+    fork: bool,
+) -> IntArray | None:
+    """Ids by grouping tokens by object; ``None`` if the addresses span too wide a range."""
+    total = int(ends[-1])
+    slots = _all_addresses(token_lists, ends, fork)
+    size = _table_size(slots, total)
+    if size is None:
+        logger.debug("token addresses span too many slots for %d tokens: dict probes", total)
+        return None
+    low = int(slots.min())
+    # Live objects do not overlap and are at least 16 bytes long, so two distinct objects
+    # never share a 16-byte slot: the slot identifies the object.
+    slots -= low
+    slots >>= 4
+    first = np.full(size, total, dtype=np.int64)  # slot → first position holding it
+    for start in range(0, total, _BLOCK):
+        stop = min(total, start + _BLOCK)
+        np.minimum.at(first, slots[start:stop], np.arange(start, stop, dtype=np.int64))
+    used = np.flatnonzero(first < total)
+    positions = np.sort(first[used])  # distinct objects in order of first occurrence
+    del first
+    rows = np.searchsorted(ends, positions, side="right")
+    cols = positions - (ends[rows] - lengths[rows])
+    objects = [token_lists[r][c] for r, c in zip(rows.tolist(), cols.tolist(), strict=True)]
+    table = np.empty(size, dtype=np.int32)  # slot → term id
+    table[slots[positions]] = _map(vocab.__getitem__, [objects], len(objects))
     ids = np.empty(total, dtype=np.int32)
-    ids[:n_first] = first_ids
-    if result is None:
-        logger.warning("forked token mapper failed; mapping its half in this process")
-        ids[n_first:] = _map(vocab.__getitem__, second, n_second)
-        return ids
-    local_ids, terms = result
-    renumber = _map(vocab.__getitem__, [terms], len(terms))
-    np.take(renumber, local_ids, out=ids[n_first:])
+    for start in range(0, total, _BLOCK):
+        stop = min(total, start + _BLOCK)
+        np.take(table, slots[start:stop], out=ids[start:stop])
     return ids
 
 
-class _ForkedMapper:
-    """A child process mapping ``token_lists`` to ids of its own dictionary."""
+def _all_addresses(token_lists: Sequence[Sequence[str]], ends: IntArray, fork: bool) -> IntArray:
+    """Every token's ``id``; a forked child does the second half (same address space)."""
+    total = int(ends[-1])
+    split, n_first = _halves(ends, fork)
+    if n_first == total:
+        return _addresses(token_lists, total)
+    second = token_lists[split:]
+    child = _Forked(lambda: (_addresses(second, total - n_first), b""), total - n_first, np.int64)
+    out = np.empty(total, dtype=np.int64)
+    out[:n_first] = _addresses(token_lists[:split], n_first)
 
-    def __init__(self, token_lists: Sequence[Sequence[str]], count: int) -> None:
+    def take(values: IntArray, _: bytes) -> None:
+        out[n_first:] = values
+
+    if not child.result(take):
+        logger.warning("forked address reader failed; reading its half in this process")
+        out[n_first:] = _addresses(second, total - n_first)
+    return out
+
+
+def _ids_by_lookup(
+    token_lists: Sequence[Sequence[str]], ends: IntArray, vocab: dict[str, int], *, fork: bool
+) -> IntArray:
+    """Ids by one dict probe per token; a forked child maps the second half."""
+    total = int(ends[-1]) if len(ends) else 0
+    split, n_first = _halves(ends, fork)
+    if n_first == total:
+        return _map(vocab.__getitem__, token_lists, total)
+    second = token_lists[split:]
+    child = _Forked(lambda: _local_ids(second, total - n_first), total - n_first, np.int32)
+    ids = np.empty(total, dtype=np.int32)
+    ids[:n_first] = _map(vocab.__getitem__, token_lists[:split], n_first)
+
+    def renumber(local_ids: IntArray, payload: bytes) -> None:
+        terms = json.loads(payload.decode("utf-8"))
+        shared_ids = _map(vocab.__getitem__, [terms], len(terms))
+        np.take(shared_ids, local_ids, out=ids[n_first:])
+
+    if not child.result(renumber):
+        logger.warning("forked token mapper failed; mapping its half in this process")
+        ids[n_first:] = _map(vocab.__getitem__, second, total - n_first)
+    return ids
+
+
+def _local_ids(token_lists: Sequence[Sequence[str]], count: int) -> tuple[IntArray, bytes]:
+    """Ids in a dictionary of the child's own, and its terms in id order as JSON."""
+    local = _LocalVocabulary()
+    ids = _map(local.__getitem__, token_lists, count)
+    if not all(type(term) is str for term in local.terms):
+        msg = "only string terms can travel back as JSON"
+        raise TypeError(msg)
+    return ids, json.dumps(local.terms, ensure_ascii=False).encode("utf-8")
+
+
+class _Forked:
+    """A child process filling a shared array (and sending bytes) while the parent works."""
+
+    def __init__(
+        self, compute: Callable[[], tuple[IntArray, bytes]], count: int, dtype: type
+    ) -> None:
         self._count = count
-        self._shared = mmap.mmap(-1, max(1, 4 * count))  # anonymous and shared with the child
+        self._dtype = np.dtype(dtype)
+        self._shared = mmap.mmap(-1, max(1, self._dtype.itemsize * count))  # shared, anonymous
         read_fd, write_fd = os.pipe()
         with warnings.catch_warnings():
             # Python 3.12+ warns about fork in threaded processes; _can_fork checked ours.
@@ -122,40 +255,36 @@ class _ForkedMapper:
             os.close(read_fd)
             code = 1
             try:
-                local = _LocalVocabulary()
-                ids = np.frombuffer(self._shared, dtype=np.int32, count=count)
-                ids[:] = _map(local.__getitem__, token_lists, count)
-                if all(type(term) is str for term in local.terms):
-                    payload = json.dumps(local.terms, ensure_ascii=False).encode("utf-8")
-                    with os.fdopen(write_fd, "wb") as pipe:
-                        pipe.write(payload)
-                    code = 0
+                values, payload = compute()
+                np.frombuffer(self._shared, dtype=self._dtype, count=count)[:] = values
+                with os.fdopen(write_fd, "wb") as pipe:
+                    pipe.write(payload)
+                code = 0
             finally:
                 os._exit(code)
         os.close(write_fd)
         self._read_fd = read_fd
 
-    def result(self) -> tuple[np.ndarray, list[str]] | None:
-        """The child's ids and its terms (id order), or ``None`` if it failed."""
+    def result(self, consume: Callable[[IntArray, bytes], None]) -> bool:
+        """Pass the child's array and bytes to ``consume``; ``False`` if the child failed."""
         with os.fdopen(self._read_fd, "rb") as pipe:
             payload = pipe.read()  # until the child exits (EOF), so it never blocks on write
         _, status = os.waitpid(self._pid, 0)
         try:
             if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
-                return None
-            terms = json.loads(payload.decode("utf-8"))
-            ids = np.frombuffer(self._shared, dtype=np.int32, count=self._count).copy()
+                return False
+            consume(np.frombuffer(self._shared, dtype=self._dtype, count=self._count), payload)
+            return True
         finally:
             self._shared.close()
-        return ids, terms
 
 
-class _LocalVocabulary(dict[str, int]):
+class _LocalVocabulary(dict[Any, int]):
     def __init__(self) -> None:
         super().__init__()
-        self.terms: list[str] = []
+        self.terms: list[Any] = []
 
-    def __missing__(self, term: str) -> int:
+    def __missing__(self, term: Any) -> int:
         new_id = len(self.terms)
         self[term] = new_id
         self.terms.append(term)

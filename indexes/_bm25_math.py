@@ -162,7 +162,8 @@ def count_rows(
 ) -> RowCounts:
     """Map tokens to ids (new terms get new ids) and count them per row.
 
-    The mapping is one dict probe per token, on two processes for large batches (see
+    The mapping is one dict probe per token, or per distinct string object when the
+    tokens repeat objects, on two processes for large batches (see
     :mod:`indexes._bm25_ids`). Counting then goes in blocks of about :data:`_BLOCK_TOKENS`
     tokens; scipy sums duplicate (row, term) pairs with a short sort per row, so the cost is
     linear in the token count.

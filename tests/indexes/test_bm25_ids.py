@@ -101,3 +101,125 @@ def test_scores_with_the_forked_path_equal_rank_bm25(
     monkeypatch.setattr(_bm25_ids, "MIN_PARALLEL_TOKENS", 10**9)
     fresh.add(corpus)
     assert np.allclose(index.get_scores(query), fresh.get_scores(query), rtol=1e-12)
+
+
+# ----------------------------------------------------------------- grouping tokens by object
+
+
+def _fresh(corpus: list[list[str]]) -> list[list[str]]:
+    """The same tokens, each in a string object of its own (as a tokenizer makes them)."""
+    return [["".join(list(token)) for token in doc] for doc in corpus]
+
+
+def _lookup_ids(corpus: list[list[str]], vocab: Vocabulary) -> np.ndarray:
+    return map_token_ids(corpus, _lengths(corpus), vocab, workers=1, identity=False)
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Record the calls of one of the module's functions (it still runs)."""
+    calls: list[int] = []
+    real = getattr(_bm25_ids, name)
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_bm25_ids, name, spy)
+    return calls
+
+
+@pytest.fixture
+def wide_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let the address table span 256 MB, wherever the allocator put a small test corpus."""
+    monkeypatch.setattr(_bm25_ids, "_MIN_TABLE", 1 << 24)
+
+
+@pytest.mark.usefixtures("wide_table")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_identity_path_gives_the_lookup_ids_and_term_order(
+    monkeypatch: pytest.MonkeyPatch, forks: list[int], workers: int
+) -> None:
+    shared = _corpus(300, seed=5)
+    mixed = shared[:100] + _fresh(shared[100:200]) + shared[200:]  # equal strings, new objects
+    start = ["w7", "zzz", "细胞"]
+    wants = []
+    for corpus in (shared, mixed):
+        vocab = Vocabulary(start)
+        wants.append((_lookup_ids(corpus, vocab), vocab.terms))
+    lookups = _spy(monkeypatch, "_ids_by_lookup")
+    for corpus, (want_ids, want_terms) in zip((shared, mixed), wants, strict=True):
+        vocab = Vocabulary(start)
+        got = map_token_ids(
+            corpus, _lengths(corpus), vocab, workers=workers, min_tokens=1, identity=True
+        )
+        np.testing.assert_array_equal(got, want_ids)
+        assert got.dtype == np.int32
+        assert vocab.terms == want_terms  # new terms numbered by first occurrence
+    assert lookups == []  # no fallback to dict probes
+    assert len(forks) == (2 if workers == 2 else 0)  # one address-reading child per batch
+
+
+@pytest.mark.usefixtures("wide_table")
+def test_identity_path_survives_a_failing_child(
+    monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    parent = os.getpid()
+    real = _bm25_ids._addresses
+
+    def failing_in_child(token_lists, count):  # type: ignore[no-untyped-def]
+        if os.getpid() != parent:
+            raise RuntimeError("child fails")
+        return real(token_lists, count)
+
+    monkeypatch.setattr(_bm25_ids, "_addresses", failing_in_child)
+    corpus = _corpus(200, seed=9)
+    want = _lookup_ids(corpus, Vocabulary())
+    got = map_token_ids(
+        corpus, _lengths(corpus), Vocabulary(), workers=2, min_tokens=1, identity=True
+    )
+    np.testing.assert_array_equal(got, want)
+    assert forks == [1]
+
+
+def test_addresses_spread_too_wide_fall_back_to_lookups(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(_bm25_ids, "_MIN_TABLE", 0)  # at most one slot per token
+    corpus = [["a", "".join(["b", "c"])], [str(10**30)[:5], "a"]]  # interned and heap strings
+    vocab = Vocabulary()
+    with caplog.at_level("DEBUG", logger="indexes._bm25_ids"):
+        ids = map_token_ids(corpus, _lengths(corpus), vocab, workers=1, identity=True)
+    assert "dict probes" in caplog.text
+    assert [vocab.terms[i] for i in ids.tolist()] == ["a", "bc", "10000", "a"]
+
+
+@pytest.mark.usefixtures("wide_table")
+def test_the_sample_chooses_identity_only_when_objects_repeat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_bm25_ids, "MIN_IDENTITY_TOKENS", 1)
+    monkeypatch.setattr(_bm25_ids, "_SAMPLE_TOKENS", 500)
+    shared = _corpus(300, seed=2)
+    want = _lookup_ids(shared, Vocabulary())
+    identity = _spy(monkeypatch, "_ids_by_identity")
+    for corpus, expected_calls in ((shared, 1), (_fresh(shared), 1)):
+        got = map_token_ids(corpus, _lengths(corpus), Vocabulary(), workers=1)
+        np.testing.assert_array_equal(got, want)
+        assert len(identity) == expected_calls
+
+
+@pytest.mark.usefixtures("wide_table")
+def test_scores_with_the_identity_path_equal_rank_bm25(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_bm25_ids, "MIN_IDENTITY_TOKENS", 1)
+    monkeypatch.setattr(_bm25_ids, "_SAMPLE_TOKENS", 100)
+    corpus = [doc or ["w0"] for doc in _corpus(400, seed=11)]
+    identity = _spy(monkeypatch, "_ids_by_identity")
+    lookups = _spy(monkeypatch, "_ids_by_lookup")
+    index = BM25Index(variant="okapi")
+    index.add(corpus[:150])
+    index.add(corpus[150:])
+    query = ["w1", "w2", "w1", "w40", "nope", "细胞"]
+    np.testing.assert_allclose(
+        index.get_scores(query), BM25Okapi(corpus).get_scores(query), rtol=1e-6
+    )
+    assert (len(identity), lookups) == (2, [])  # both batches went by identity
