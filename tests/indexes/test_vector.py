@@ -326,3 +326,24 @@ def test_exact_fallback_when_approximate_search_falls_short(
             np.testing.assert_array_equal(got_rows, want_rows)
             np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
     assert calls  # the approximate search really ran first
+
+
+def test_repeated_searches_move_to_an_owned_copy_with_the_same_results(data) -> None:
+    """After a few searches a small flat index searches a numpy copy of faiss's buffer
+    (huge pages); the results do not change, and a change to the index drops the copy."""
+    from indexes import vector
+
+    rows, vectors, queries = data
+    index = build("flat", rows, vectors)
+    first = [index.search(q, 5) for q in queries[:3]]
+    for _ in range(vector._SEARCHES_BEFORE_COPY):
+        index.search(queries[0], 5)
+    stored = index._stored_vectors()
+    assert stored.flags.owndata and not stored.flags.writeable  # the copy, read only
+    for q, (want_rows, want_scores) in zip(queries[:3], first, strict=True):
+        got_rows, got_scores = index.search(q, 5)
+        np.testing.assert_array_equal(got_rows, want_rows)
+        np.testing.assert_array_equal(got_scores, want_scores)
+    index.add([1], queries[:1])  # the query itself: it must now rank first
+    assert not index._stored_vectors().flags.owndata  # faiss's buffer again
+    assert index.search(queries[0], 1)[0].tolist() == [1]
