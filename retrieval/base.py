@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 from indexes.bundle import Index
 from parsers.document import Chunk
 from parsers.errors import ConfigError
+from retrieval.filters import BoolArray, filter_mask
 from retrieval.hit import Hit
 
 __all__ = ["BaseRetriever", "Filter", "Retriever", "RowRetriever", "hits_from_rows"]
@@ -96,9 +97,20 @@ class RowRetriever(BaseRetriever):
         super().__init__(k=k)
         self.index = index
 
-    @abstractmethod
     def search_rows(self, query: str, k: int, filter: Filter | None) -> list[tuple[int, float]]:
-        """The top ``k`` rows of the index as ``(row, score)`` pairs, best first."""
+        """The top ``k`` rows of the index matching ``filter``, as ``(row, score)`` pairs."""
+        return self.rank_rows(query, k, self.allowed_rows(filter))
+
+    def allowed_rows(self, filter: Filter | None) -> BoolArray | None:
+        """The filter compiled to a mask over the index's rows (``None``: every row)."""
+        return filter_mask(filter, self.index.chunks) if filter else None
+
+    @abstractmethod
+    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> list[tuple[int, float]]:
+        """The top ``k`` rows allowed by the mask as ``(row, score)`` pairs, best first.
+
+        A hybrid over one index compiles its filter once and passes the mask to each half.
+        """
 
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
         return hits_from_rows(self.index.chunks, self.search_rows(query, k, filter), self.stage)

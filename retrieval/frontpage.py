@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from indexes.bundle import Index
 from parsers.errors import ConfigError
-from retrieval.base import Filter, RowRetriever
-from retrieval.filters import filter_mask
+from retrieval.base import RowRetriever
+from retrieval.filters import BoolArray
 
 __all__ = ["FrontPageRetriever"]
 
@@ -29,8 +29,7 @@ class FrontPageRetriever(RowRetriever):
             raise ConfigError(msg)
         self.chunks_per_doc = chunks_per_doc
 
-    def search_rows(self, query: str, k: int, filter: Filter | None) -> list[tuple[int, float]]:
-        allow = filter_mask(filter, self.index.chunks) if filter else None
+    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> list[tuple[int, float]]:
         seen: dict[str, int] = {}
         picked: list[tuple[int, float]] = []
         for row, chunk in enumerate(self.index.chunks):

@@ -153,15 +153,16 @@ class HybridRetriever(BaseRetriever):
         Equal to fusing the retrievers' hit lists (tested), without building and discarding
         ``depth`` hits per retriever, which was most of a hybrid query's time.
         """
-        row_runs = self._concurrently(
-            [functools.partial(r.search_rows, query, depth, filter) for r, _ in active]
-        )
-        weights = [w for _, w in active]
         index = active[0][0].index
-        if all(r.index is index for r, _ in active):
-            fused = self._fuse_one_index(index.chunks, row_runs, weights, k)
+        one_index = all(r.index is index for r, _ in active)
+        if one_index:  # one filter mask for all of them
+            allow = active[0][0].allowed_rows(filter)
+            calls = [functools.partial(r.rank_rows, query, depth, allow) for r, _ in active]
         else:
-            fused = None
+            calls = [functools.partial(r.search_rows, query, depth, filter) for r, _ in active]
+        row_runs = self._concurrently(calls)
+        weights = [w for _, w in active]
+        fused = self._fuse_one_index(index.chunks, row_runs, weights, k) if one_index else None
         if fused is None:  # several indexes, or a chunk id on several rows: key by chunk id
             id_runs = [
                 [(r.index.chunks[row].id, score) for row, score in run]

@@ -7,8 +7,8 @@ whenever ``k`` matching chunks contain a query term.
 
 from __future__ import annotations
 
-from retrieval.base import Filter, RowRetriever
-from retrieval.filters import filter_mask
+from retrieval.base import RowRetriever
+from retrieval.filters import BoolArray
 
 __all__ = ["KeywordRetriever"]
 
@@ -18,6 +18,5 @@ class KeywordRetriever(RowRetriever):
 
     stage = "bm25"
 
-    def search_rows(self, query: str, k: int, filter: Filter | None) -> list[tuple[int, float]]:
-        allow = filter_mask(filter, self.index.chunks) if filter else None
+    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> list[tuple[int, float]]:
         return self.index.keyword_search(query, k, allow=allow)

@@ -6,8 +6,8 @@ in ``hit.scores["vector"]``. Filters are faiss ID selectors applied before ranki
 
 from __future__ import annotations
 
-from retrieval.base import Filter, RowRetriever
-from retrieval.filters import filter_mask
+from retrieval.base import RowRetriever
+from retrieval.filters import BoolArray
 
 __all__ = ["VectorRetriever"]
 
@@ -17,6 +17,5 @@ class VectorRetriever(RowRetriever):
 
     stage = "vector"
 
-    def search_rows(self, query: str, k: int, filter: Filter | None) -> list[tuple[int, float]]:
-        allow = filter_mask(filter, self.index.chunks) if filter else None
+    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> list[tuple[int, float]]:
         return self.index.vector_search(query, k, allow=allow)

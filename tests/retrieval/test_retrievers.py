@@ -122,6 +122,28 @@ def test_row_fusion_equals_hit_list_fusion(index: Index, fusion: FusionMethod) -
             assert expected  # front page always contributes
 
 
+def test_hybrid_over_one_index_compiles_its_filter_once(
+    index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from retrieval import base
+
+    compiled: list[int] = []
+    real = base.filter_mask
+
+    def counting(spec, chunks):  # type: ignore[no-untyped-def]
+        compiled.append(1)
+        return real(spec, chunks)
+
+    monkeypatch.setattr(base, "filter_mask", counting)
+    spec = {"source": "r3.pdf"}
+    hybrid = HybridRetriever([KeywordRetriever(index), VectorRetriever(index)])
+    hits = hybrid.invoke("volcano lava", k=5, filter=spec)
+    assert compiled == [1]
+    assert hits and all(h.chunk.metadata["source"] == "r3.pdf" for h in hits)
+    KeywordRetriever(index).invoke("volcano lava", k=5, filter=spec)  # alone: its own mask
+    assert compiled == [1, 1]
+
+
 def test_weight_zero_removes_a_retriever(index: Index) -> None:
     keyword, vector = KeywordRetriever(index), VectorRetriever(index)
     only_vector = HybridRetriever([keyword, vector], weights=[0.0, 1.0], fusion="rrf")
