@@ -90,6 +90,7 @@ took 4-11 % less time here (SciFact, 5,183 x 384). The copy costs up to 64 MB mo
 the first searches after a change use faiss's buffer, so alternating adds and searches
 never pay for a copy."""
 _SEARCHES_BEFORE_COPY = 8
+_CACHE_LINE = 64
 
 Rows = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
@@ -143,6 +144,20 @@ def _normalise(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32] | None:
         return None
     norms[norms == 0] = 1.0
     out: npt.NDArray[np.float32] = x / norms[:, None]
+    return out
+
+
+def _aligned_copy(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """A read-only copy of ``x`` starting on a 64-byte cache line.
+
+    numpy aligns to 16 bytes; a matrix-vector product over a copy that starts mid-line was
+    1.5-3 % slower here, which is the whole margin against a plain numpy product.
+    """
+    buffer = np.empty(x.nbytes + _CACHE_LINE, dtype=np.uint8)
+    start = -buffer.ctypes.data % _CACHE_LINE
+    out = buffer[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
+    out[...] = x
+    out.flags.writeable = False
     return out
 
 
@@ -453,9 +468,7 @@ class VectorIndex:
                 and not self._mapped  # a mapped index is copied at once, below
                 and self._xb.nbytes <= _COPY_OWNED_BYTES
             ):
-                owned = np.array(self._xb)
-                owned.flags.writeable = False
-                self._xb = owned
+                self._xb = _aligned_copy(self._xb)
         else:
             self._xb_reads = 0
             faiss = self._faiss
@@ -467,7 +480,7 @@ class VectorIndex:
                 return np.zeros((0, self.dim), dtype=np.float32)
             view = faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
             if self._mapped and view.nbytes <= _COPY_MAPPED_BYTES:
-                view = np.array(view)  # see _COPY_MAPPED_BYTES
+                view = _aligned_copy(view)  # see _COPY_MAPPED_BYTES
             view.flags.writeable = False
             self._xb = view
         return self._xb

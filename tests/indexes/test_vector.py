@@ -329,21 +329,28 @@ def test_exact_fallback_when_approximate_search_falls_short(
 
 
 def test_repeated_searches_move_to_an_owned_copy_with_the_same_results(data) -> None:
-    """After a few searches a small flat index searches a numpy copy of faiss's buffer
-    (huge pages); the results do not change, and a change to the index drops the copy."""
+    """After a few searches a small flat index searches an aligned numpy copy of faiss's
+    buffer (huge pages); the results do not change, and a change to the index drops it."""
+    import faiss
+
     from indexes import vector
+
+    def faiss_buffer(index: VectorIndex) -> int:
+        return int(faiss.rev_swig_ptr(index._index.get_xb(), 1).ctypes.data)
 
     rows, vectors, queries = data
     index = build("flat", rows, vectors)
     first = [index.search(q, 5) for q in queries[:3]]
+    assert index._stored_vectors().ctypes.data == faiss_buffer(index)  # not copied yet
     for _ in range(vector._SEARCHES_BEFORE_COPY):
         index.search(queries[0], 5)
     stored = index._stored_vectors()
-    assert stored.flags.owndata and not stored.flags.writeable  # the copy, read only
+    assert stored.ctypes.data != faiss_buffer(index)
+    assert stored.ctypes.data % 64 == 0 and not stored.flags.writeable
     for q, (want_rows, want_scores) in zip(queries[:3], first, strict=True):
         got_rows, got_scores = index.search(q, 5)
         np.testing.assert_array_equal(got_rows, want_rows)
         np.testing.assert_array_equal(got_scores, want_scores)
     index.add([1], queries[:1])  # the query itself: it must now rank first
-    assert not index._stored_vectors().flags.owndata  # faiss's buffer again
+    assert index._stored_vectors().ctypes.data == faiss_buffer(index)
     assert index.search(queries[0], 1)[0].tolist() == [1]
