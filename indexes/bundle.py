@@ -108,6 +108,7 @@ class Index:
         self._owners: np.ndarray | None = None
         self._base_embedder = embedder
         self._embedder: CachedEmbedder | None = None
+        self._unique_ids: tuple[list[Chunk], int, bool] | None = None  # see chunk_ids_unique
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -434,28 +435,50 @@ class Index:
     def __len__(self) -> int:
         return len(self.chunks) - len(self._deleted)
 
+    def chunk_ids_unique(self) -> bool:
+        """Whether no two rows hold chunks with the same id, so rows can stand for chunks.
+
+        Computed once per chunk list (again when the list is replaced or grows): a hybrid
+        query asks on every call.
+        """
+        cached = self._unique_ids
+        if cached is None or cached[0] is not self.chunks or cached[1] != len(self.chunks):
+            unique = len({chunk.id for chunk in self.chunks}) == len(self.chunks)
+            cached = self._unique_ids = (self.chunks, len(self.chunks), unique)
+        return cached[2]
+
     def keyword_search(
         self, query: str, k: int, allow: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
         """BM25 top ``k`` as ``(row, score)`` pairs, best first."""
+        return _pairs(self.keyword_rows(query, k, allow))
+
+    def keyword_rows(
+        self, query: str, k: int, allow: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`keyword_search` as ``(rows, scores)`` arrays (no Python pair per row)."""
         if self.bm25 is None:
             msg = f"{self.path}: this index was built without the keyword half"
             raise IndexStateError(msg)
-        rows, scores = self.bm25.search(query, k=k, allow=allow)
-        return list(zip(rows.tolist(), scores.tolist(), strict=True))
+        return self.bm25.search(query, k=k, allow=allow)
 
     def vector_search(
         self, query: str | np.ndarray, k: int, allow: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
         """Cosine top ``k`` as ``(row, score)`` pairs, best first."""
+        return _pairs(self.vector_rows(query, k, allow))
+
+    def vector_rows(
+        self, query: str | np.ndarray, k: int, allow: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`vector_search` as ``(rows, scores)`` arrays (no Python pair per row)."""
         if self.vector is None:
             msg = f"{self.path}: this index was built without the vector half (--no-vector)"
             raise IndexStateError(msg)
         vector = self.embedder.embed_query(query) if isinstance(query, str) else query
         owners = self._owners
         if owners is None:
-            rows, scores = self.vector.search(vector, k=k, allow=allow)
-            return list(zip(rows.tolist(), scores.tolist(), strict=True))
+            return self.vector.search(vector, k=k, allow=allow)
         # A chunk scores its best window: rank windows, keep each chunk's first, and fetch
         # deeper until k chunks are found or every allowed window has been seen.
         window_allow = None if allow is None else allow_mask(allow, len(self.chunks))[owners]
@@ -467,7 +490,7 @@ class Index:
             if len(best) >= k or fetch >= available:
                 break
             fetch = min(available, 2 * fetch)
-        return list(zip(owners[rows[best]].tolist(), scores[best].tolist(), strict=True))
+        return owners[rows[best]], scores[best]
 
     def info(self) -> dict[str, Any]:
         """A JSON summary for ``rag info``: version, counts, settings, model, failures."""
@@ -478,6 +501,11 @@ class Index:
         summary["sources"] = self.sources
         summary["failures"] = [vars(f) for f in self.failures]
         return summary
+
+
+def _pairs(run: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, float]]:
+    rows, scores = run
+    return list(zip(rows.tolist(), scores.tolist(), strict=True))
 
 
 def _settings(settings: IndexSettings | None, overrides: dict[str, Any]) -> IndexSettings:

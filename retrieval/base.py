@@ -8,15 +8,20 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 from indexes.bundle import Index
 from parsers.document import Chunk
 from parsers.errors import ConfigError
 from retrieval.filters import BoolArray, filter_mask
 from retrieval.hit import Hit
 
-__all__ = ["BaseRetriever", "Filter", "Retriever", "RowRetriever", "hits_from_rows"]
+__all__ = ["BaseRetriever", "Filter", "Retriever", "RowRetriever", "RowRun", "hits_from_rows"]
 
 Filter = Mapping[str, Any]
+RowRun = tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]
+"""Rows of one index and their scores, best first."""
 """A metadata filter, e.g. ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
 
 
@@ -97,8 +102,8 @@ class RowRetriever(BaseRetriever):
         super().__init__(k=k)
         self.index = index
 
-    def search_rows(self, query: str, k: int, filter: Filter | None) -> list[tuple[int, float]]:
-        """The top ``k`` rows of the index matching ``filter``, as ``(row, score)`` pairs."""
+    def search_rows(self, query: str, k: int, filter: Filter | None) -> RowRun:
+        """The top ``k`` rows of the index matching ``filter``, best first."""
         return self.rank_rows(query, k, self.allowed_rows(filter))
 
     def allowed_rows(self, filter: Filter | None) -> BoolArray | None:
@@ -106,14 +111,16 @@ class RowRetriever(BaseRetriever):
         return filter_mask(filter, self.index.chunks) if filter else None
 
     @abstractmethod
-    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> list[tuple[int, float]]:
-        """The top ``k`` rows allowed by the mask as ``(row, score)`` pairs, best first.
+    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> RowRun:
+        """The top ``k`` rows allowed by the mask as ``(rows, scores)`` arrays, best first.
 
         A hybrid over one index compiles its filter once and passes the mask to each half.
         """
 
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
-        return hits_from_rows(self.index.chunks, self.search_rows(query, k, filter), self.stage)
+        rows, scores = self.search_rows(query, k, filter)
+        pairs = list(zip(rows.tolist(), scores.tolist(), strict=True))
+        return hits_from_rows(self.index.chunks, pairs, self.stage)
 
 
 def _check_k(k: object, name: str) -> int:

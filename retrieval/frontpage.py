@@ -9,9 +9,11 @@ prior towards document openings. Score: ``1 / position`` of the chunk within its
 
 from __future__ import annotations
 
+import numpy as np
+
 from indexes.bundle import Index
 from parsers.errors import ConfigError
-from retrieval.base import RowRetriever
+from retrieval.base import RowRetriever, RowRun
 from retrieval.filters import BoolArray
 
 __all__ = ["FrontPageRetriever"]
@@ -29,7 +31,7 @@ class FrontPageRetriever(RowRetriever):
             raise ConfigError(msg)
         self.chunks_per_doc = chunks_per_doc
 
-    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> list[tuple[int, float]]:
+    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> RowRun:
         seen: dict[str, int] = {}
         picked: list[tuple[int, float]] = []
         for row, chunk in enumerate(self.index.chunks):
@@ -38,4 +40,5 @@ class FrontPageRetriever(RowRetriever):
             if position <= self.chunks_per_doc and (allow is None or allow[row]):
                 picked.append((row, 1.0 / position))
         picked.sort(key=lambda pair: (-pair[1], pair[0]))
-        return picked[:k]
+        rows = np.array([row for row, _ in picked[:k]], dtype=np.int64)
+        return rows, np.array([score for _, score in picked[:k]], dtype=np.float64)

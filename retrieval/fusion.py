@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import Literal, NoReturn, TypeAlias, get_args
+from typing import Any, Literal, NoReturn, TypeAlias, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -360,7 +360,7 @@ def fuse_hits(
 
 def fuse_arrays(
     method: FusionMethod,
-    runs: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+    runs: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]],
     *,
     weights: Sequence[float] | None = None,
     rrf_k: float = DEFAULT_RRF_K,

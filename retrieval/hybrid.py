@@ -25,7 +25,7 @@ import numpy as np
 from indexes.bundle import Index
 from parsers.document import Chunk
 from parsers.errors import ConfigError
-from retrieval.base import BaseRetriever, Filter, Retriever, RowRetriever, _check_k
+from retrieval.base import BaseRetriever, Filter, Retriever, RowRetriever, RowRun, _check_k
 from retrieval.fusion import fuse, fuse_arrays, fuse_hits
 from retrieval.hit import Hit
 from retrieval.keyword import KeywordRetriever
@@ -148,30 +148,46 @@ class HybridRetriever(BaseRetriever):
         filter: Filter | None,
         active: Sequence[tuple[RowRetriever, float]],
     ) -> list[Hit]:
-        """The same fusion over plain ``(row, score)`` runs, with hits built for the top k only.
+        """The same fusion over ``(rows, scores)`` arrays, with hits built for the top k only.
 
         Equal to fusing the retrievers' hit lists (tested), without building and discarding
-        ``depth`` hits per retriever, which was most of a hybrid query's time.
+        ``depth`` hits (or ``(row, score)`` pairs) per retriever, which was most of a hybrid
+        query's time.
         """
         index = active[0][0].index
-        one_index = all(r.index is index for r, _ in active)
-        if one_index:  # one filter mask for all of them
-            allow = active[0][0].allowed_rows(filter)
-            calls = [functools.partial(r.rank_rows, query, depth, allow) for r, _ in active]
-        else:
-            calls = [functools.partial(r.search_rows, query, depth, filter) for r, _ in active]
-        row_runs = self._concurrently(calls)
         weights = [w for _, w in active]
-        fused = self._fuse_one_index(index.chunks, row_runs, weights, k) if one_index else None
-        if fused is None:  # several indexes, or a chunk id on several rows: key by chunk id
-            id_runs = [
-                [(r.index.chunks[row].id, score) for row, score in run]
-                for (r, _), run in zip(active, row_runs, strict=True)
-            ]
-            fused = fuse(self.fusion, id_runs, weights=weights, rrf_k=self.rrf_k)[:k]
+        if all(r.index is index for r, _ in active):
+            allow = active[0][0].allowed_rows(filter)  # one filter mask for all of them
+            runs = self._concurrently(
+                [functools.partial(r.rank_rows, query, depth, allow) for r, _ in active]
+            )
+            if index.chunk_ids_unique():
+                top = self._fuse_one_index(index.chunks, runs, weights, k)
+                return [
+                    Hit(
+                        chunk=index.chunks[row],
+                        score=score,
+                        rank=rank,
+                        scores={**_stage_scores(row, active, runs), "fused": score},
+                    )
+                    for rank, (row, score) in enumerate(top, start=1)
+                ]
+        else:
+            runs = self._concurrently(
+                [functools.partial(r.search_rows, query, depth, filter) for r, _ in active]
+            )
+        # Several indexes, or a chunk id on several rows: key the fusion by chunk id.
+        pair_runs = [
+            list(zip(rows.tolist(), scores.tolist(), strict=True)) for rows, scores in runs
+        ]
+        id_runs = [
+            [(r.index.chunks[row].id, score) for row, score in run]
+            for (r, _), run in zip(active, pair_runs, strict=True)
+        ]
+        fused = fuse(self.fusion, id_runs, weights=weights, rrf_k=self.rrf_k)[:k]
         wanted = {chunk_id for chunk_id, _ in fused}
         found: dict[str, tuple[Chunk, dict[str, float]]] = {}
-        for (retriever, _), run in zip(active, row_runs, strict=True):
+        for (retriever, _), run in zip(active, pair_runs, strict=True):
             chunks = retriever.index.chunks
             for row, score in run:
                 chunk = chunks[row]
@@ -191,24 +207,32 @@ class HybridRetriever(BaseRetriever):
     def _fuse_one_index(
         self,
         chunks: Sequence[Chunk],
-        row_runs: Sequence[Sequence[tuple[int, float]]],
+        runs: Sequence[RowRun],
         weights: Sequence[float],
         k: int,
-    ) -> list[tuple[str, float]] | None:
-        """Top ``k`` ``(chunk_id, fused)`` by numpy fusion keyed by row; ``None`` when two
-        candidate rows share a chunk id (then rows are not valid keys)."""
-        arrays = []
-        for run in row_runs:
-            pairs = np.asarray(run, dtype=np.float64).reshape(-1, 2)
-            arrays.append((pairs[:, 0].astype(np.int64), pairs[:, 1]))
-        rows, scores = fuse_arrays(self.fusion, arrays, weights=weights, rrf_k=self.rrf_k)
-        ids = [chunks[row].id for row in rows.tolist()]
-        if len(set(ids)) != len(ids):
-            return None
+    ) -> list[tuple[int, float]]:
+        """Top ``k`` ``(row, fused)`` by numpy fusion keyed by row (every row a chunk id of
+        its own), ranked as the chunk-id fusion ranks them."""
+        rows, scores = fuse_arrays(self.fusion, runs, weights=weights, rrf_k=self.rrf_k)
         if len(scores) > k:  # everything tied with the k-th score competes on chunk id
             neg = -scores
             keep = np.flatnonzero(neg <= np.partition(neg, k - 1)[k - 1])
         else:
             keep = np.arange(len(scores))
-        ranked = sorted(((ids[i], float(scores[i])) for i in keep), key=lambda p: (-p[1], p[0]))
-        return ranked[:k]
+        ranked = sorted(
+            ((chunks[int(rows[i])].id, int(rows[i]), float(scores[i])) for i in keep),
+            key=lambda t: (-t[2], t[0]),
+        )
+        return [(row, score) for _, row, score in ranked[:k]]
+
+
+def _stage_scores(
+    row: int, active: Sequence[tuple[RowRetriever, float]], runs: Sequence[RowRun]
+) -> dict[str, float]:
+    """Each retriever's own score for ``row``, for those that ranked it."""
+    stages: dict[str, float] = {}
+    for (retriever, _), (rows, scores) in zip(active, runs, strict=True):
+        where = np.flatnonzero(rows == row)
+        if len(where):
+            stages.setdefault(retriever.stage, float(scores[where[0]]))
+    return stages

@@ -7,7 +7,7 @@ whenever ``k`` matching chunks contain a query term.
 
 from __future__ import annotations
 
-from retrieval.base import RowRetriever
+from retrieval.base import RowRetriever, RowRun
 from retrieval.filters import BoolArray
 
 __all__ = ["KeywordRetriever"]
@@ -18,5 +18,5 @@ class KeywordRetriever(RowRetriever):
 
     stage = "bm25"
 
-    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> list[tuple[int, float]]:
-        return self.index.keyword_search(query, k, allow=allow)
+    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> RowRun:
+        return self.index.keyword_rows(query, k, allow=allow)

@@ -6,7 +6,7 @@ in ``hit.scores["vector"]``. Filters are faiss ID selectors applied before ranki
 
 from __future__ import annotations
 
-from retrieval.base import RowRetriever
+from retrieval.base import RowRetriever, RowRun
 from retrieval.filters import BoolArray
 
 __all__ = ["VectorRetriever"]
@@ -17,5 +17,5 @@ class VectorRetriever(RowRetriever):
 
     stage = "vector"
 
-    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> list[tuple[int, float]]:
-        return self.index.vector_search(query, k, allow=allow)
+    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> RowRun:
+        return self.index.vector_rows(query, k, allow=allow)

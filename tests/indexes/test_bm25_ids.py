@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
+from itertools import chain
 
 import numpy as np
 import pytest
@@ -129,18 +131,35 @@ def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
 
 
 @pytest.fixture
-def wide_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Let the address table span 256 MB, wherever the allocator put a small test corpus."""
-    monkeypatch.setattr(_bm25_ids, "_MIN_TABLE", 1 << 24)
+def near_addresses(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[list[str]]], None]:
+    """Give the objects of the corpora registered with the returned function addresses
+    16 bytes apart, as a vocabulary's strings allocated together have: a long test session
+    scatters small objects over a wider range than the address table may cover. Register
+    before forking, so that parent and child agree."""
+    slots: dict[int, int] = {}
+
+    def register(corpus: list[list[str]]) -> None:
+        for token in chain.from_iterable(corpus):
+            slots.setdefault(id(token), len(slots))
+
+    def near(token_lists, count):  # type: ignore[no-untyped-def]
+        tokens = chain.from_iterable(token_lists)
+        return np.fromiter((16 * slots[id(t)] for t in tokens), dtype=np.int64, count=count)
+
+    monkeypatch.setattr(_bm25_ids, "_addresses", near)
+    return register
 
 
-@pytest.mark.usefixtures("wide_table")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_identity_path_gives_the_lookup_ids_and_term_order(
-    monkeypatch: pytest.MonkeyPatch, forks: list[int], workers: int
+    monkeypatch: pytest.MonkeyPatch,
+    forks: list[int],
+    near_addresses: Callable[[list[list[str]]], None],
+    workers: int,
 ) -> None:
     shared = _corpus(300, seed=5)
     mixed = shared[:100] + _fresh(shared[100:200]) + shared[200:]  # equal strings, new objects
+    near_addresses(shared + mixed)
     start = ["w7", "zzz", "细胞"]
     wants = []
     for corpus in (shared, mixed):
@@ -159,9 +178,10 @@ def test_identity_path_gives_the_lookup_ids_and_term_order(
     assert len(forks) == (2 if workers == 2 else 0)  # one address-reading child per batch
 
 
-@pytest.mark.usefixtures("wide_table")
 def test_identity_path_survives_a_failing_child(
-    monkeypatch: pytest.MonkeyPatch, forks: list[int]
+    monkeypatch: pytest.MonkeyPatch,
+    forks: list[int],
+    near_addresses: Callable[[list[list[str]]], None],
 ) -> None:
     parent = os.getpid()
     real = _bm25_ids._addresses
@@ -173,12 +193,14 @@ def test_identity_path_survives_a_failing_child(
 
     monkeypatch.setattr(_bm25_ids, "_addresses", failing_in_child)
     corpus = _corpus(200, seed=9)
+    near_addresses(corpus)
     want = _lookup_ids(corpus, Vocabulary())
+    lookups = _spy(monkeypatch, "_ids_by_lookup")
     got = map_token_ids(
         corpus, _lengths(corpus), Vocabulary(), workers=2, min_tokens=1, identity=True
     )
     np.testing.assert_array_equal(got, want)
-    assert forks == [1]
+    assert forks == [1] and lookups == []  # the parent read the child's half itself
 
 
 def test_addresses_spread_too_wide_fall_back_to_lookups(
@@ -193,26 +215,29 @@ def test_addresses_spread_too_wide_fall_back_to_lookups(
     assert [vocab.terms[i] for i in ids.tolist()] == ["a", "bc", "10000", "a"]
 
 
-@pytest.mark.usefixtures("wide_table")
 def test_the_sample_chooses_identity_only_when_objects_repeat(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, near_addresses: Callable[[list[list[str]]], None]
 ) -> None:
     monkeypatch.setattr(_bm25_ids, "MIN_IDENTITY_TOKENS", 1)
     monkeypatch.setattr(_bm25_ids, "_SAMPLE_TOKENS", 500)
     shared = _corpus(300, seed=2)
+    fresh = _fresh(shared)
+    near_addresses(shared + fresh)
     want = _lookup_ids(shared, Vocabulary())
     identity = _spy(monkeypatch, "_ids_by_identity")
-    for corpus, expected_calls in ((shared, 1), (_fresh(shared), 1)):
+    for corpus, expected_calls in ((shared, 1), (fresh, 1)):
         got = map_token_ids(corpus, _lengths(corpus), Vocabulary(), workers=1)
         np.testing.assert_array_equal(got, want)
         assert len(identity) == expected_calls
 
 
-@pytest.mark.usefixtures("wide_table")
-def test_scores_with_the_identity_path_equal_rank_bm25(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scores_with_the_identity_path_equal_rank_bm25(
+    monkeypatch: pytest.MonkeyPatch, near_addresses: Callable[[list[list[str]]], None]
+) -> None:
     monkeypatch.setattr(_bm25_ids, "MIN_IDENTITY_TOKENS", 1)
     monkeypatch.setattr(_bm25_ids, "_SAMPLE_TOKENS", 100)
     corpus = [doc or ["w0"] for doc in _corpus(400, seed=11)]
+    near_addresses(corpus)
     identity = _spy(monkeypatch, "_ids_by_identity")
     lookups = _spy(monkeypatch, "_ids_by_lookup")
     index = BM25Index(variant="okapi")
@@ -223,3 +248,14 @@ def test_scores_with_the_identity_path_equal_rank_bm25(monkeypatch: pytest.Monke
         index.get_scores(query), BM25Okapi(corpus).get_scores(query), rtol=1e-6
     )
     assert (len(identity), lookups) == (2, [])  # both batches went by identity
+
+
+def test_real_addresses_give_the_lookup_ids_whichever_path_is_taken() -> None:
+    """Unpatched: the identity path, or its fallback when this session's objects are
+    scattered wider than the table may cover, gives the lookup ids."""
+    shared = _corpus(300, seed=4)
+    want_vocab, got_vocab = Vocabulary(), Vocabulary()
+    want = _lookup_ids(shared, want_vocab)
+    got = map_token_ids(shared, _lengths(shared), got_vocab, workers=1, identity=True)
+    np.testing.assert_array_equal(got, want)
+    assert got_vocab.terms == want_vocab.terms

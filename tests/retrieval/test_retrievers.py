@@ -144,6 +144,27 @@ def test_hybrid_over_one_index_compiles_its_filter_once(
     assert compiled == [1, 1]
 
 
+def test_row_fusion_with_a_chunk_id_on_two_rows_keys_by_chunk_id(
+    tmp_path: Path,
+) -> None:
+    """Rows stand for chunks only while chunk ids are unique; a repeated chunk (added twice)
+    makes the hybrid fuse by chunk id, as the hit-list path does."""
+    docs = [Document(id=f"d{i}", text=f"{TOPICS[i % 4]} number {i}") for i in range(12)]
+    dup = Index.from_documents(
+        docs, tmp_path / "dup", embedder=FakeEmbedder(dim=32), chunk_size=200, chunk_overlap=0
+    )
+    assert dup.chunk_ids_unique()
+    dup.add(dup.chunks[:3])  # the first three chunks again, on new rows
+    assert not dup.chunk_ids_unique()  # recomputed: the list grew
+    halves = [KeywordRetriever(dup), VectorRetriever(dup)]
+    by_rows = HybridRetriever(halves, candidate_k=30)  # type: ignore[arg-type]
+    by_hits = HybridRetriever([_HitsOnly(r) for r in halves], candidate_k=30)  # type: ignore[arg-type]
+    for query in ["volcano lava", "glacier ice", "number 1"]:
+        hits = by_rows.invoke(query, k=6)
+        assert hits == by_hits.invoke(query, k=6)
+        assert len({h.chunk.id for h in hits}) == len(hits)
+
+
 def test_weight_zero_removes_a_retriever(index: Index) -> None:
     keyword, vector = KeywordRetriever(index), VectorRetriever(index)
     only_vector = HybridRetriever([keyword, vector], weights=[0.0, 1.0], fusion="rrf")
