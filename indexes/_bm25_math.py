@@ -20,13 +20,14 @@ import itertools
 import logging
 import math
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 import numpy as np
 import scipy.sparse as sp
 
-from indexes._bm25_ids import map_token_ids
+from indexes._bm25_ids import available_workers, map_token_ids
 from parsers.errors import ConfigError
 
 __all__ = [
@@ -333,13 +334,15 @@ def compute_weights(
         return Weights(idf, weights, positive, n_negative)
     avgdl = total_len / n_live
     indptr = postings.indptr
-    # Term ranges of about _WEIGHT_CHUNK postings keep the float64 temporaries small.
+    # Term ranges of about _WEIGHT_CHUNK postings keep the float64 temporaries small; numpy
+    # releases the GIL, so two threads fill them on two cores (the same floats either way).
     cuts = np.searchsorted(indptr, np.arange(0, indptr[-1], _WEIGHT_CHUNK), side="right") - 1
     bounds = [*np.unique(cuts).tolist(), len(indptr) - 1]
-    for t0, t1 in itertools.pairwise(bounds):
+
+    def fill(t0: int, t1: int) -> None:
         start, end = int(indptr[t0]), int(indptr[t1])
         if start == end:
-            continue
+            return
         tf = postings.tf[start:end].astype(np.float64)
         dl = doc_len[postings.docs[start:end]].astype(np.float64)
         idf_p = np.repeat(idf[t0:t1], np.diff(indptr[t0 : t1 + 1]))
@@ -352,6 +355,14 @@ def compute_weights(
         else:  # bm25plus; the delta * idf part is added per query to every row
             w = idf_p * ((tf * (k1 + 1)) / (k1 * (1 - b + b * dl / avgdl) + tf))
         weights[start:end] = w
+
+    ranges = list(itertools.pairwise(bounds))
+    if len(ranges) > 1 and available_workers() >= 2:
+        with ThreadPoolExecutor(2, thread_name_prefix="bm25-weights") as pool:
+            list(pool.map(lambda r: fill(*r), ranges))
+    else:
+        for t0, t1 in ranges:
+            fill(t0, t1)
     return Weights(idf, weights, positive, n_negative)
 
 

@@ -157,6 +157,7 @@ def test_identity_path_gives_the_lookup_ids_and_term_order(
     near_addresses: Callable[[list[list[str]]], None],
     workers: int,
 ) -> None:
+    monkeypatch.setattr(_bm25_ids, "_BLOCK", 97)  # many blocks; two gathering threads
     shared = _corpus(300, seed=5)
     mixed = shared[:100] + _fresh(shared[100:200]) + shared[200:]  # equal strings, new objects
     near_addresses(shared + mixed)
