@@ -147,6 +147,7 @@ def near_addresses(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[list[str]]
         return np.fromiter((16 * slots[id(t)] for t in tokens), dtype=np.int64, count=count)
 
     monkeypatch.setattr(_bm25_ids, "_addresses", near)
+    monkeypatch.setattr(_bm25_ids, "_read_list_items", near)  # the forked reader, likewise
     return register
 
 
@@ -193,6 +194,7 @@ def test_identity_path_survives_a_failing_child(
         return real(token_lists, count)
 
     monkeypatch.setattr(_bm25_ids, "_addresses", failing_in_child)
+    monkeypatch.setattr(_bm25_ids, "_read_list_items", failing_in_child)
     corpus = _corpus(200, seed=9)
     near_addresses(corpus)
     want = _lookup_ids(corpus, Vocabulary())
@@ -201,7 +203,8 @@ def test_identity_path_survives_a_failing_child(
         corpus, _lengths(corpus), Vocabulary(), workers=2, min_tokens=1, identity=True
     )
     np.testing.assert_array_equal(got, want)
-    assert forks == [1] and lookups == []  # the parent read the child's half itself
+    # the list reader failed, then the half reader: the parent read everything itself
+    assert forks == [1, 1] and lookups == []
 
 
 def test_addresses_spread_too_wide_fall_back_to_lookups(
@@ -260,3 +263,23 @@ def test_real_addresses_give_the_lookup_ids_whichever_path_is_taken() -> None:
     got = map_token_ids(shared, _lengths(shared), got_vocab, workers=1, identity=True)
     np.testing.assert_array_equal(got, want)
     assert got_vocab.terms == want_vocab.terms
+
+
+def test_list_reader_copies_every_tokens_address() -> None:
+    assert _bm25_ids._LIST_LAYOUT is not None  # CPython: the layout check passed
+    corpus = [["a", "b"], [], _fresh([["a"] * 5])[0], ["é", "细胞"] * 3]
+    count = sum(map(len, corpus))
+    got = _bm25_ids._read_list_items(corpus, count)
+    assert got.tolist() == [id(token) for doc in corpus for token in doc]
+    with pytest.raises(TypeError, match="must be lists"):
+        _bm25_ids._read_list_items([("a", "b")], 2)  # type: ignore[list-item]
+    with pytest.raises(RuntimeError, match=f"expected {count + 1}"):
+        _bm25_ids._read_list_items(corpus, count + 1)
+
+
+def test_forked_list_reader_gives_the_addresses(forks: list[int]) -> None:
+    corpus = _corpus(400, seed=12)
+    ends = np.cumsum(_lengths(corpus))
+    got = _bm25_ids._all_addresses(corpus, ends, True)
+    assert got.tolist() == [id(token) for doc in corpus for token in doc]
+    assert forks == [1]  # one child read every list
