@@ -177,7 +177,7 @@ def test_identity_path_gives_the_lookup_ids_and_term_order(
         assert got.dtype == np.int32
         assert vocab.terms == want_terms  # new terms numbered by first occurrence
     assert lookups == []  # no fallback to dict probes
-    assert len(forks) == (2 if workers == 2 else 0)  # one address-reading child per batch
+    assert len(forks) == (4 if workers == 2 else 0)  # two list-reading children per batch
 
 
 def test_identity_path_survives_a_failing_child(
@@ -203,8 +203,8 @@ def test_identity_path_survives_a_failing_child(
         corpus, _lengths(corpus), Vocabulary(), workers=2, min_tokens=1, identity=True
     )
     np.testing.assert_array_equal(got, want)
-    # the list reader failed, then the half reader: the parent read everything itself
-    assert forks == [1, 1] and lookups == []
+    # the two list readers failed, then the half reader: the parent read everything itself
+    assert forks == [1, 1, 1] and lookups == []
 
 
 def test_addresses_spread_too_wide_fall_back_to_lookups(
@@ -282,4 +282,4 @@ def test_forked_list_reader_gives_the_addresses(forks: list[int]) -> None:
     ends = np.cumsum(_lengths(corpus))
     got = _bm25_ids._all_addresses(corpus, ends, True)
     assert got.tolist() == [id(token) for doc in corpus for token in doc]
-    assert forks == [1]  # one child read every list
+    assert forks == [1, 1]  # two children read half of the lists each
