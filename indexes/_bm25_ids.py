@@ -7,17 +7,18 @@ thread from sharing the work. Two things cut that cost:
 
 * **Identity.** Token lists made from a vocabulary (a subword tokenizer's
   ``convert_ids_to_tokens``, a lookup table, a corpus generator) repeat the *same* string
-  objects. Reading each token's address (``id``) touches only the object, and numpy then
-  groups equal addresses with a table indexed by address, whose gathers the CPU overlaps
-  instead of waiting for one probe after another. Only one token per distinct object is
-  looked up in the vocabulary, so equal strings held in distinct objects still get one
-  id. A sample of the first tokens decides whether this pays (most tokens repeat an
-  object); otherwise, or when the addresses span too wide a range for the table, the dict
-  probe is used.
+  objects. numpy groups the tokens' addresses with a table indexed by address, whose
+  gathers the CPU overlaps instead of waiting for one probe after another. Only one token
+  per distinct object is looked up in the vocabulary, so equal strings held in distinct
+  objects still get one id. A sample of the first tokens decides whether this pays (most
+  tokens repeat an object); otherwise, or when the addresses span too wide a range for the
+  table, the dict probe is used. The addresses are copied from the lists' item arrays by
+  two forked children (:func:`_read_list_items`, CPython's list layout checked first), or
+  else read with ``id`` by iteration.
 * **Two processes.** A forked child process inherits the token lists as they are (no copy,
-  no pickling) and does the second half of the rows into shared memory: their addresses
-  (the same in both processes), or their ids in a dictionary of its own, which it sends
-  back as a JSON list of terms for the parent to renumber with one array gather.
+  no pickling) and does part of the work into shared memory: token addresses (the same in
+  both processes), or the ids of the second half of the rows in a dictionary of its own,
+  which it sends back as a JSON list of terms for the parent to renumber with one gather.
 
 The fork is used only where it is safe and worth it: a POSIX ``os.fork``, a single Python
 thread (forking a threaded process can leave a lock held forever in the child), at least
