@@ -20,9 +20,9 @@ from retrieval.hit import Hit
 __all__ = ["BaseRetriever", "Filter", "Retriever", "RowRetriever", "RowRun", "hits_from_rows"]
 
 Filter = Mapping[str, Any]
+"""A metadata filter, e.g. ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
 RowRun = tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]
 """Rows of one index and their scores, best first."""
-"""A metadata filter, e.g. ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
 
 
 @runtime_checkable
