@@ -117,10 +117,14 @@ class RowRetriever(BaseRetriever):
         A hybrid over one index compiles its filter once and passes the mask to each half.
         """
 
-    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
-        rows, scores = self.search_rows(query, k, filter)
+    def hits(self, run: RowRun) -> list[Hit]:
+        """A run of this retriever's rows as ranked hits tagged with its stage."""
+        rows, scores = run
         pairs = list(zip(rows.tolist(), scores.tolist(), strict=True))
         return hits_from_rows(self.index.chunks, pairs, self.stage)
+
+    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+        return self.hits(self.search_rows(query, k, filter))
 
 
 def _check_k(k: object, name: str) -> int:

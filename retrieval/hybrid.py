@@ -26,7 +26,7 @@ from indexes.bundle import Index
 from parsers.document import Chunk
 from parsers.errors import ConfigError
 from retrieval.base import BaseRetriever, Filter, Retriever, RowRetriever, RowRun, _check_k
-from retrieval.fusion import fuse, fuse_arrays, fuse_hits
+from retrieval.fusion import fuse_arrays, fuse_hits
 from retrieval.hit import Hit
 from retrieval.keyword import KeywordRetriever
 from retrieval.rerank import Reranker
@@ -176,33 +176,9 @@ class HybridRetriever(BaseRetriever):
             runs = self._concurrently(
                 [functools.partial(r.search_rows, query, depth, filter) for r, _ in active]
             )
-        # Several indexes, or a chunk id on several rows: key the fusion by chunk id.
-        pair_runs = [
-            list(zip(rows.tolist(), scores.tolist(), strict=True)) for rows, scores in runs
-        ]
-        id_runs = [
-            [(r.index.chunks[row].id, score) for row, score in run]
-            for (r, _), run in zip(active, pair_runs, strict=True)
-        ]
-        fused = fuse(self.fusion, id_runs, weights=weights, rrf_k=self.rrf_k)[:k]
-        wanted = {chunk_id for chunk_id, _ in fused}
-        found: dict[str, tuple[Chunk, dict[str, float]]] = {}
-        for (retriever, _), run in zip(active, pair_runs, strict=True):
-            chunks = retriever.index.chunks
-            for row, score in run:
-                chunk = chunks[row]
-                if chunk.id in wanted:
-                    _, stages = found.setdefault(chunk.id, (chunk, {}))
-                    stages.setdefault(retriever.stage, float(score))
-        return [
-            Hit(
-                chunk=found[chunk_id][0],
-                score=score,
-                rank=rank,
-                scores={**found[chunk_id][1], "fused": score},
-            )
-            for rank, (chunk_id, score) in enumerate(fused, start=1)
-        ]
+        # Several indexes, or a chunk id on several rows: fuse hits keyed by chunk id.
+        hit_lists = [r.hits(run) for (r, _), run in zip(active, runs, strict=True)]
+        return fuse_hits(self.fusion, hit_lists, weights=weights, rrf_k=self.rrf_k, k=k)
 
     def _fuse_one_index(
         self,

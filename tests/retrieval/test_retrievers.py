@@ -165,6 +165,25 @@ def test_row_fusion_with_a_chunk_id_on_two_rows_keys_by_chunk_id(
         assert len({h.chunk.id for h in hits}) == len(hits)
 
 
+def test_row_fusion_over_two_indexes_equals_hit_list_fusion(index: Index, tmp_path: Path) -> None:
+    docs = [Document(id=f"e{i}", text=f"{TOPICS[i % 4]} entry {i}") for i in range(10)]
+    other = Index.from_documents(
+        docs, tmp_path / "other", embedder=FakeEmbedder(dim=48), chunk_size=200, chunk_overlap=0
+    )
+    halves = [KeywordRetriever(index), VectorRetriever(other)]
+    by_rows = HybridRetriever(halves, weights=[0.4, 0.6], candidate_k=20)  # type: ignore[arg-type]
+    by_hits = HybridRetriever(
+        [_HitsOnly(r) for r in halves],  # type: ignore[arg-type]
+        weights=[0.4, 0.6],
+        candidate_k=20,
+    )
+    for query in ["volcano lava", "glacier ice", "entry 3"]:
+        for spec in (None, {"source": "r1.pdf"}):
+            assert by_rows.invoke(query, k=7, filter=spec) == by_hits.invoke(
+                query, k=7, filter=spec
+            )
+
+
 def test_weight_zero_removes_a_retriever(index: Index) -> None:
     keyword, vector = KeywordRetriever(index), VectorRetriever(index)
     only_vector = HybridRetriever([keyword, vector], weights=[0.0, 1.0], fusion="rrf")
