@@ -132,10 +132,12 @@ def _halves(ends: IntArray, fork: bool) -> tuple[int, int]:
     return split, int(ends[split - 1])
 
 
-def _table_size(addresses: IntArray, total: int) -> int | None:
-    """Slots of the address table for these addresses; ``None`` if too many for ``total``."""
-    size = ((int(addresses.max()) - int(addresses.min())) >> 4) + 1
-    return size if size <= total + _MIN_TABLE else None
+def _table_span(addresses: IntArray, total: int) -> tuple[int, int] | None:
+    """The lowest address and the slots of the address table from it; ``None`` if that is
+    too many slots for ``total`` tokens."""
+    low = int(addresses.min())
+    size = ((int(addresses.max()) - low) >> 4) + 1
+    return (low, size) if size <= total + _MIN_TABLE else None
 
 
 def _repeats_objects(token_lists: Sequence[Sequence[str]], ends: IntArray) -> bool:
@@ -143,7 +145,7 @@ def _repeats_objects(token_lists: Sequence[Sequence[str]], ends: IntArray) -> bo
     an address range the table can cover."""
     rows = min(int(np.searchsorted(ends, _SAMPLE_TOKENS, side="left")) + 1, len(ends))
     addresses = _addresses(token_lists[:rows], int(ends[rows - 1]))
-    if _table_size(addresses, int(ends[-1])) is None:
+    if _table_span(addresses, int(ends[-1])) is None:
         return False
     return 2 * len(np.unique(addresses)) <= len(addresses)
 
@@ -160,11 +162,11 @@ def _ids_by_identity(
     """Ids by grouping tokens by object; ``None`` if the addresses span too wide a range."""
     total = int(ends[-1])
     slots = _all_addresses(token_lists, ends, fork)
-    size = _table_size(slots, total)
-    if size is None:
+    span = _table_span(slots, total)
+    if span is None:
         logger.debug("token addresses span too many slots for %d tokens: dict probes", total)
         return None
-    low = int(slots.min())
+    low, size = span
     # Live objects do not overlap and are at least 16 bytes long, so two distinct objects
     # never share a 16-byte slot: the slot identifies the object.
     slots -= low
@@ -226,14 +228,7 @@ def _all_addresses(token_lists: Sequence[Sequence[str]], ends: IntArray, fork: b
             (_Forked(_list_reader(lists, stop - start), stop - start, np.int64), start, stop)
             for lists, start, stop in parts
         ]  # two children, one per core, while this process waits
-
-        def into(start: int, stop: int) -> Callable[[IntArray, bytes], None]:
-            def copy(values: IntArray, _: bytes) -> None:
-                out[start:stop] = values
-
-            return copy
-
-        results = [reader.result(into(start, stop)) for reader, start, stop in readers]
+        results = [reader.copy_into(out[start:stop]) for reader, start, stop in readers]
         if all(results):
             return out
         logger.warning("forked list readers failed; reading token addresses by iteration")
@@ -243,11 +238,7 @@ def _all_addresses(token_lists: Sequence[Sequence[str]], ends: IntArray, fork: b
     child = _Forked(lambda: (_addresses(second, total - n_first), b""), total - n_first, np.int64)
     out = np.empty(total, dtype=np.int64)
     out[:n_first] = _addresses(token_lists[:split], n_first)
-
-    def take(values: IntArray, _: bytes) -> None:
-        out[n_first:] = values
-
-    if not child.result(take):
+    if not child.copy_into(out[n_first:]):
         logger.warning("forked address reader failed; reading its half in this process")
         out[n_first:] = _addresses(second, total - n_first)
     return out
@@ -410,6 +401,10 @@ class _Forked:
             return True
         finally:
             self._shared.close()
+
+    def copy_into(self, target: IntArray) -> bool:
+        """Copy the child's array into ``target``; ``False`` if the child failed."""
+        return self.result(lambda values, _: np.copyto(target, values))
 
 
 class _LocalVocabulary(dict[Any, int]):
