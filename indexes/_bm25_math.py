@@ -44,6 +44,7 @@ __all__ = [
     "compute_weights",
     "count_rows",
     "merge_postings",
+    "query_term_weight",
     "resolve_params",
     "to_postings",
     "top_k",
@@ -56,22 +57,28 @@ Variant = Literal["okapi", "bm25l", "bm25plus", "lucene"]
 DEFAULT_VARIANT: Variant = "bm25plus"
 """The variant of ``BM25Index()``, chosen on SciFact train (``eval/tune_bm25.py``)."""
 
-DEFAULT_PARAMS: dict[str, float] = {"k1": 1.5, "b": 0.7, "delta": 1.0}
+DEFAULT_PARAMS: dict[str, float] = {"k1": 1.5, "b": 0.7, "delta": 1.0, "k3": math.inf}
 """``BM25Index()``'s parameters, chosen with the variant (train nDCG@10 0.700, test 0.689)."""
 
 VARIANT_DEFAULTS: dict[str, dict[str, float]] = {
-    "okapi": {"k1": 1.5, "b": 0.75, "delta": 0.0},
-    "bm25l": {"k1": 1.5, "b": 0.75, "delta": 0.5},
-    "bm25plus": {"k1": 1.5, "b": 0.75, "delta": 1.0},
-    "lucene": {"k1": 1.5, "b": 0.75, "delta": 0.0},
+    "okapi": {"k1": 1.5, "b": 0.75, "delta": 0.0, "k3": math.inf},
+    "bm25l": {"k1": 1.5, "b": 0.75, "delta": 0.5, "k3": math.inf},
+    "bm25plus": {"k1": 1.5, "b": 0.75, "delta": 1.0, "k3": math.inf},
+    "lucene": {"k1": 1.5, "b": 0.75, "delta": 0.0, "k3": math.inf},
 }
-"""Defaults when a variant is named: rank-bm25's (bm25s's for lucene; delta is unused there)."""
+"""Defaults when a variant is named: rank-bm25's (bm25s's for lucene; delta is unused there;
+``k3 = inf`` counts a repeated query term once per occurrence, as rank-bm25 does)."""
 
 
 def resolve_params(
-    variant: Variant | None, k1: float | None, b: float | None, epsilon: float, delta: float | None
-) -> tuple[Variant, float, float, float, float]:
-    """Fill in defaults and validate: ``(variant, k1, b, epsilon, delta)``.
+    variant: Variant | None,
+    k1: float | None,
+    b: float | None,
+    epsilon: float,
+    delta: float | None,
+    k3: float | None = None,
+) -> tuple[Variant, float, float, float, float, float]:
+    """Fill in defaults and validate: ``(variant, k1, b, epsilon, delta, k3)``.
 
     Raises:
         ConfigError: an unknown variant or an out-of-range parameter.
@@ -95,7 +102,21 @@ def resolve_params(
         if not (math.isfinite(value) and 0.0 <= value <= high):
             msg = f"BM25 {name} must be a finite number in [0, {high}], got {value!r}"
             raise ConfigError(msg)
-    return variant, *values
+    saturation = float(defaults["k3"] if k3 is None else k3)
+    if not saturation >= 0.0:  # also rejects nan
+        msg = f"BM25 k3 must be a number >= 0 (inf: no saturation), got {k3!r}"
+        raise ConfigError(msg)
+    return variant, *values, saturation
+
+
+def query_term_weight(count: float, k3: float) -> float:
+    """How much a term repeated ``count`` times in a query counts: Robertson's ``k3``
+    saturation ``count (k3 + 1) / (k3 + count)``; ``k3 = inf`` gives ``count`` (rank-bm25),
+    ``k3 = 0`` gives 1 (each distinct term once). A single occurrence always counts exactly 1.
+    """
+    if count == 1 or k3 == math.inf:
+        return float(count)
+    return count * (k3 + 1.0) / (k3 + count)
 
 
 _BLOCK_TOKENS = 1 << 22  # tokens counted per block: bounds the per-token temporaries

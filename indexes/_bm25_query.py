@@ -24,7 +24,7 @@ from itertools import chain
 
 import numpy as np
 
-from indexes._bm25_math import Postings, Weights, top_k
+from indexes._bm25_math import Postings, Weights, query_term_weight, top_k
 from parsers.errors import ConfigError
 
 __all__ = [
@@ -43,8 +43,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-QueryTerms = tuple[list[int], list[int]]
-"""A query's distinct known term ids (ascending) and the count of each in the query."""
+QueryTerms = tuple[list[int], Sequence[float]]
+"""A query's distinct known term ids (ascending) and the weight of each: its count in the
+query, saturated by ``k3`` (:func:`indexes._bm25_math.query_term_weight`)."""
 
 # A batch block's dense score matrix has at most this many cells (512 KB of float64):
 # large temporaries cost more in page faults and cache misses than they save in calls.
@@ -81,8 +82,10 @@ class Snapshot:
         return self.plus_delta * float(np.dot(self.weights.idf[ids], counts))
 
 
-def query_terms(tokens: Sequence[str], vocab: dict[str, int], n_terms: int) -> QueryTerms:
-    """Map tokens to known term ids (unknown ones are dropped) and count repeats."""
+def query_terms(
+    tokens: Sequence[str], vocab: dict[str, int], n_terms: int, k3: float
+) -> QueryTerms:
+    """Map tokens to known term ids (unknown ones are dropped) and weigh repeats by ``k3``."""
     get = vocab.get
     counts: dict[int, int] = {}
     for token in tokens:
@@ -90,7 +93,10 @@ def query_terms(tokens: Sequence[str], vocab: dict[str, int], n_terms: int) -> Q
         if term is not None and term < n_terms:
             counts[term] = counts.get(term, 0) + 1
     ids = sorted(counts)
-    return ids, [counts[i] for i in ids]
+    weights: list[int] | list[float] = [counts[i] for i in ids]
+    if len(ids) < len(tokens) and k3 != math.inf:  # some term repeats
+        weights = [query_term_weight(c, k3) for c in weights]
+    return ids, weights
 
 
 def _gather(snap: Snapshot, terms: QueryTerms) -> tuple[np.ndarray, np.ndarray]:

@@ -6,8 +6,11 @@ What was chosen, and why:
   negative idfs, ``BM25L``, ``BM25Plus``), so ``get_scores`` equals
   ``rank_bm25.<Variant>.get_scores`` on the same tokens; plus the Lucene variant of the BEIR
   baselines (``idf = log(1 + (N - df + 0.5) / (df + 0.5))``, ``tf (k1 + 1) / (tf + k1 (1 - b +
-  b dl / avgdl))``: bm25s's ``"lucene"`` times the constant ``k1 + 1``). A query term repeated
-  ``n`` times counts ``n`` times, as in rank-bm25.
+  b dl / avgdl))``: bm25s's ``"lucene"`` times the constant ``k1 + 1``).
+* **Repeated query terms**: a term repeated ``n`` times in the query counts ``n (k3 + 1) / (k3
+  + n)`` times (Robertson's ``k3``, the query-side twin of ``k1``). ``k3 = inf`` counts it ``n``
+  times, as rank-bm25 does, and is the default whenever a variant is named; ``BM25Index()``'s
+  tuned default saturates (see :data:`DEFAULT_PARAMS`). ``k3`` changes no stored weight.
 * **Storage** is a term-major sparse matrix with the score of every (term, row) pair
   precomputed (see :mod:`indexes._bm25_math`); a query gathers its terms' postings and sums them
   with ``np.bincount``; batches on small corpora do the same for blocks of queries at once.
@@ -41,6 +44,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -97,6 +101,9 @@ class BM25Index:
         b: length normalisation in ``[0, 1]``; ``None`` takes the default likewise.
         epsilon: Okapi only: negative idfs are floored to ``epsilon * mean idf``.
         delta: BM25L/BM25+ only; ``None`` takes the variant's default (0.5 and 1.0).
+        k3: query-term frequency saturation (``>= 0``; ``math.inf``: a repeated query term
+            counts once per occurrence, rank-bm25's rule); ``None`` takes the default (tuned
+            when ``variant`` is ``None``, else ``inf``).
 
     Raises:
         ConfigError: an unknown variant or an out-of-range parameter.
@@ -111,10 +118,11 @@ class BM25Index:
         b: float | None = None,
         epsilon: float = 0.25,
         delta: float | None = None,
+        k3: float | None = None,
     ) -> None:
         self.tokenizer = tokenizer if tokenizer is not None else Tokenizer()
-        self.variant, self.k1, self.b, self.epsilon, self.delta = resolve_params(
-            variant, k1, b, epsilon, delta
+        self.variant, self.k1, self.b, self.epsilon, self.delta, self.k3 = resolve_params(
+            variant, k1, b, epsilon, delta, k3
         )
         self._vocab = Vocabulary()
         self._postings = Postings.empty()
@@ -132,13 +140,15 @@ class BM25Index:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The settings as a JSON dict (variant, k1, b, epsilon, delta, tokenizer)."""
+        """The settings as a JSON dict (variant, k1, b, epsilon, delta, k3, tokenizer);
+        an infinite ``k3`` is written as ``null`` (JSON has no infinity)."""
         return {
             "variant": self.variant,
             "k1": self.k1,
             "b": self.b,
             "epsilon": self.epsilon,
             "delta": self.delta,
+            "k3": None if self.k3 == math.inf else self.k3,
             "tokenizer": self.tokenizer.to_dict(),
         }
 
@@ -165,7 +175,7 @@ class BM25Index:
 
     def __repr__(self) -> str:
         return (
-            f"BM25Index(variant={self.variant!r}, k1={self.k1}, b={self.b}, "
+            f"BM25Index(variant={self.variant!r}, k1={self.k1}, b={self.b}, k3={self.k3}, "
             f"rows={self.n_rows}, live={len(self)}, terms={self.vocabulary_size})"
         )
 
@@ -364,7 +374,7 @@ class BM25Index:
 
     def _terms(self, query: Query, snap: q.Snapshot) -> q.QueryTerms:
         tokens = self._as_tokens(query, "query")
-        return q.query_terms(tokens, self._vocab, snap.postings.n_terms)
+        return q.query_terms(tokens, self._vocab, snap.postings.n_terms, self.k3)
 
     def _as_tokens(self, item: object, what: str) -> Sequence[str]:
         # Cheapest checks first: isinstance against the pydantic Chunk class is slow.
@@ -432,7 +442,9 @@ class BM25Index:
         params = dict(stored.params)
         try:
             tokenizer = Tokenizer.from_dict(params.pop("tokenizer"))
-            index = cls(tokenizer, **params)
+            # null (or absent: saved before k3 existed, when repeats counted linearly) is inf.
+            k3 = params.pop("k3", None)
+            index = cls(tokenizer, **params, k3=math.inf if k3 is None else k3)
         except (ConfigError, KeyError, TypeError) as exc:
             msg = f"invalid BM25 params {stored.params!r} ({exc})"
             raise IndexLoadError(stored.manifest_path, msg) from exc

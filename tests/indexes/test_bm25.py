@@ -138,6 +138,34 @@ def test_random_corpora_equal_rank_bm25(
     np.testing.assert_allclose(ours[~undefined], expected[~undefined], rtol=1e-6)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    corpus=corpora,
+    query=queries,
+    variant=st.sampled_from(sorted(RANK_BM25)),
+    k3=st.sampled_from([0.0, 0.5, 1.0, 7.0, math.inf]),
+)
+def test_k3_saturates_repeated_query_terms(
+    corpus: list[list[str]], query: list[str], variant: str, k3: float
+) -> None:
+    """Robertson's k3: a term said n times counts n (k3 + 1) / (k3 + n) times rank-bm25's
+    score for the term alone (n times when k3 is inf, once when k3 is 0)."""
+    ours = build(corpus, variant=variant, k3=k3).get_scores(query)
+    reference = RANK_BM25[variant](corpus)
+    expected = np.zeros(len(corpus))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for term, n in Counter(query).items():
+            weight = n if k3 == math.inf else n * (k3 + 1) / (k3 + n)
+            expected += weight * reference.get_scores([term])
+    defined = np.isfinite(expected)  # rank-bm25 divides 0 by 0 for an empty document
+    np.testing.assert_allclose(ours[defined], expected[defined], rtol=1e-6, atol=1e-12)
+    if k3 == 0.0:
+        unique = list(dict.fromkeys(query))
+        np.testing.assert_allclose(
+            ours[defined], reference.get_scores(unique)[defined], rtol=1e-6, atol=1e-12
+        )
+
+
 def lucene_by_hand(corpus: list[list[str]], query: list[str], k1: float, b: float) -> list[float]:
     n = len(corpus)
     avgdl = sum(map(len, corpus)) / n
@@ -177,11 +205,12 @@ def test_random_corpora_lucene_equals_hand_formula(
     query=queries,
     variant=st.sampled_from(sorted(VARIANT_DEFAULTS)),
     k=st.integers(1, 12),
+    k3=st.sampled_from([math.inf, 0.0, 1.2]),
 )
 def test_search_and_batch_equal_brute_force(
-    corpus: list[list[str]], query: list[str], variant: str, k: int
+    corpus: list[list[str]], query: list[str], variant: str, k: int, k3: float
 ) -> None:
-    index = build(corpus, variant=variant)
+    index = build(corpus, variant=variant, k3=k3)
     expected = brute_force(index, corpus, query, k)
     assert as_pairs(index.search(query, k)) == expected
     batch = index.search_batch([query, query, query, query, []], k)
@@ -364,12 +393,23 @@ def test_params_defaults_and_validation() -> None:
         "b": 0.75,
         "epsilon": 0.25,
         "delta": 1.0,
+        "k3": None,  # inf: rank-bm25 counts a repeated query term once per occurrence
         "tokenizer": Tokenizer().to_dict(),
     }
     assert BM25Index(variant="bm25l").delta == 0.5
     json.dumps(index.params)
-    for kwargs in ({"variant": "bm26"}, {"b": 1.5}, {"k1": -1.0}, {"k1": math.nan}):
-        with pytest.raises(ConfigError):
+    assert BM25Index(variant="okapi").k3 == math.inf
+    assert BM25Index(variant="okapi", k3=0).params["k3"] == 0.0
+    bad: list[dict[str, object]] = [
+        {"variant": "bm26"},
+        {"b": 1.5},
+        {"k1": -1.0},
+        {"k1": math.nan},
+        {"k3": -0.5},
+        {"k3": math.nan},
+    ]
+    for kwargs in bad:
+        with pytest.raises(ConfigError, match=str(next(iter(kwargs)))):
             BM25Index(**kwargs)  # type: ignore[arg-type]
 
 

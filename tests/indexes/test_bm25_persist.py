@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -162,3 +163,32 @@ def test_inconsistent_arrays_are_caught_without_checksums(index: BM25Index, tmp_
     np.save(tmp_path / "doc_len.npy", np.zeros(5, np.float32))
     with pytest.raises(IndexLoadError, match="int32"):
         BM25Index.load(tmp_path, verify=False)
+
+
+@pytest.mark.parametrize("k3", [0.0, 1.5, math.inf])
+def test_k3_round_trips_and_an_index_saved_before_k3_counts_repeats(
+    tmp_path: Path, k3: float
+) -> None:
+    built = BM25Index(variant="okapi", k3=k3)
+    built.add(TEXTS)
+    built.save(tmp_path / "k3")
+    manifest = json.loads((tmp_path / "k3" / "bm25.json").read_text())
+    assert manifest["params"]["k3"] == (None if k3 == math.inf else k3)  # strict JSON
+    loaded = BM25Index.load(tmp_path / "k3")
+    assert loaded.k3 == k3
+    query = "cells cells energy"
+    np.testing.assert_array_equal(loaded.get_scores(query), built.get_scores(query))
+
+    # A manifest written before k3 existed has no such key: repeats counted linearly then.
+    data = {key: manifest[key] for key in ("params", "n_rows", "n_live", "n_terms")}
+    del data["params"]["k3"]
+    write_manifest(
+        tmp_path / "k3",
+        "bm25.json",
+        fmt="bm25",
+        version=1,
+        files=manifest["files"],
+        data=data,
+        sealed=True,
+    )
+    assert BM25Index.load(tmp_path / "k3").k3 == math.inf
