@@ -6,10 +6,10 @@ Usage::
     python eval/tune_title_boost.py
 
 Field weighting by repetition is the simplest form of BM25F: a title word counts ``1 +
-title_boost`` times. The tokenizer is ``Tokenizer()``'s default (chosen by
-``eval/tune_bm25.py``). Every configuration is scored by mean nDCG@10 over the 809 train
-queries; only the best one is then scored on the test split, once. Output: a summary and
-``eval/out/tune_title_boost.json`` with every train score.
+title_boost`` times. The tokenizer and k3 (how repeated query terms count) are
+``BM25Index()``'s defaults (chosen by ``eval/tune_bm25.py``). Every configuration is scored
+by mean nDCG@10 over the 809 train queries; only the best one is then scored on the test
+split, once. Output: a summary and ``eval/out/tune_title_boost.json`` with every train score.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "eval"))
 from bench_bm25 import SCIFACT, load_scifact, load_titles  # noqa: E402
 from tune_bm25 import run_split  # noqa: E402
 
-from indexes.bm25 import BM25Index  # noqa: E402
+from indexes.bm25 import DEFAULT_PARAMS, BM25Index  # noqa: E402
 from indexes.tokenize import Tokenizer  # noqa: E402
 
 OUT = ROOT / "eval" / "out" / "tune_title_boost.json"
@@ -56,7 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return [t * boost + body for t, body in zip(title_tokens, body_tokens, strict=True)]
 
     def index(boost: int, variant: str, k1: float, b: float) -> BM25Index:
-        built = BM25Index(tokenizer, variant=variant, k1=k1, b=b)  # type: ignore[arg-type]
+        built = BM25Index(
+            tokenizer,
+            variant=variant,  # type: ignore[arg-type]
+            k1=k1,
+            b=b,
+            k3=DEFAULT_PARAMS["k3"],
+        )
         built.add(corpus(boost))
         return built
 

@@ -385,7 +385,8 @@ def test_chinese_corpus_is_searchable() -> None:
 
 def test_params_defaults_and_validation() -> None:
     tuned = BM25Index().params
-    assert (tuned["variant"], tuned["k1"], tuned["b"], tuned["delta"]) == ("bm25plus", 1.5, 0.7, 1)
+    chosen = ("bm25plus", 1.5, 0.7, 1.0, 1.0)
+    assert (tuned["variant"], tuned["k1"], tuned["b"], tuned["delta"], tuned["k3"]) == chosen
     index = BM25Index(variant="bm25plus")
     assert index.params == {
         "variant": "bm25plus",
