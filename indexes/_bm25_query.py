@@ -67,6 +67,7 @@ class Snapshot:
     deleted: np.ndarray
     plus_delta: float  # BM25+ adds plus_delta * idf per query term to every row; else 0
     _bounds: list[list[int]] = field(default_factory=list, repr=False)
+    _idf: list[list[float]] = field(default_factory=list, repr=False)
 
     def bounds(self) -> list[int]:
         """``postings.indptr`` as a Python list (built once): cheaper to index per term."""
@@ -75,11 +76,18 @@ class Snapshot:
         return self._bounds[0]
 
     def constant(self, terms: QueryTerms) -> float:
-        """The score every row gets from ``terms`` whatever its content (BM25+ only)."""
+        """The score every row gets from ``terms`` whatever its content (BM25+ only).
+
+        A Python sum over a cached list: a query has a handful of terms, for which numpy's
+        fancy indexing and ``dot`` cost more than the arithmetic (about 4 us a query).
+        """
         if not self.plus_delta:
             return 0.0
+        if not self._idf:
+            self._idf.append(self.weights.idf.tolist())
+        idf = self._idf[0]
         ids, counts = terms
-        return self.plus_delta * float(np.dot(self.weights.idf[ids], counts))
+        return self.plus_delta * sum([idf[i] * c for i, c in zip(ids, counts, strict=True)])
 
 
 def query_terms(
