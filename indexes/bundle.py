@@ -493,10 +493,15 @@ class Index:
         return owners[rows[best]], scores[best]
 
     def info(self) -> dict[str, Any]:
-        """A JSON summary for ``rag info``: version, counts, settings, model, failures."""
+        """A JSON summary for ``rag info``: version, counts, settings, model, failures.
+
+        ``bm25`` is the keyword half's parameters in effect (variant, k1, b, k3, tokenizer):
+        empty ``settings.bm25`` means the defaults of the version that built the index.
+        """
         keys = ("format", "format_version", "package_version", "created", "counts", "settings")
         summary = {key: self.manifest.get(key) for key in keys}
         summary["path"] = str(self.path)
+        summary["bm25"] = self.bm25.params if self.bm25 is not None else None
         summary["embedder"] = self.manifest.get("embedder")
         summary["sources"] = self.sources
         summary["failures"] = [vars(f) for f in self.failures]

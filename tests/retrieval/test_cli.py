@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from indexes.bm25 import BM25Index
+
 RAG = Path(sys.executable).with_name("rag")
 
 
@@ -68,6 +70,8 @@ def test_info(keyword_index: Path) -> None:
     assert info["counts"]["chunks"] == 2
     assert info["format"] == "ragtools-index"
     assert info["settings"]["vector"] is False
+    assert info["settings"]["bm25"] == {}  # the defaults, which info spells out:
+    assert info["bm25"] == BM25Index().params
 
 
 @pytest.mark.parametrize(
