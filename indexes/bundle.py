@@ -36,7 +36,6 @@ from indexes.embed_cache import CachedEmbedder, EmbeddingCache
 from indexes.settings import IndexSettings, keyword_text
 from indexes.sources import expand_sources, fingerprint, parse_files
 from indexes.store import read_chunks, write_chunks
-from indexes.tokenize import Tokenizer
 from indexes.vector import VectorIndex
 from indexes.versions import current_version, reading, write_version
 from indexes.windows import allow_mask, best_per_owner, split_windows
@@ -266,9 +265,7 @@ class Index:
         self._deleted = set()
         self._owners = None
         if self.settings.keyword:
-            tokenizer = Tokenizer.from_dict(self.settings.tokenizer)
-            bm25_params: dict[str, Any] = dict(self.settings.bm25)
-            self.bm25 = BM25Index(tokenizer, **bm25_params)
+            self.bm25 = self.settings.new_bm25()
             self.bm25.add(self._keyword_texts(chunks))
         if self.settings.vector:
             self.vector = VectorIndex(self.embedder.dim, kind=self.settings.vector_kind)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from indexes.bm25 import BM25Index
+from indexes.tokenize import Tokenizer
 
 __all__ = ["TITLE_BOOST", "IndexSettings", "keyword_text"]
 
@@ -77,3 +80,8 @@ class IndexSettings(BaseModel):
             msg = "an index needs at least one half: keyword or vector"
             raise ValueError(msg)
         return self
+
+    def new_bm25(self) -> BM25Index:
+        """An empty BM25 index with these tokenizer and BM25 settings (defaults filled in)."""
+        bm25_params: dict[str, Any] = dict(self.bm25)
+        return BM25Index(Tokenizer.from_dict(self.tokenizer), **bm25_params)

@@ -18,11 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from indexes._persist import sha256_file
-from indexes.bm25 import BM25Index
 from indexes.bundle import Index
 from indexes.embed import Embedder
 from indexes.settings import IndexSettings
-from indexes.tokenize import Tokenizer
 from indexes.versions import is_index_root
 from parsers.errors import ConfigError, IndexLoadError
 from retrieval.base import Retriever
@@ -50,9 +48,7 @@ def _fingerprint(dataset: BeirDataset, settings: IndexSettings) -> str:
     digest = hashlib.sha256(sha256_file(Path(dataset.path) / "corpus.jsonl").encode())
     digest.update(json.dumps(settings.model_dump(mode="json"), sort_keys=True).encode())
     if settings.keyword:
-        tokenizer = Tokenizer.from_dict(settings.tokenizer)
-        bm25_params: dict[str, Any] = dict(settings.bm25)
-        resolved = BM25Index(tokenizer, **bm25_params).params
+        resolved = settings.new_bm25().params
         digest.update(json.dumps(resolved, sort_keys=True).encode())
     return digest.hexdigest()
 
