@@ -105,6 +105,27 @@ def evaluate(
     }
 
 
+def bm25_run(
+    index: BM25Index, qids: list[str], query_tokens: dict[str, list[str]], doc_ids: list[str]
+) -> dict[str, dict[str, float]]:
+    """The top 100 documents of each query as a pytrec_eval run (one ``search_batch``)."""
+    results = index.search_batch([query_tokens[q] for q in qids], k=100)
+    return {
+        qid: {doc_ids[int(r)]: float(s) for r, s in zip(rows, scores, strict=True)}
+        for qid, (rows, scores) in zip(qids, results, strict=True)
+    }
+
+
+def run_split(
+    index: BM25Index,
+    query_tokens: dict[str, list[str]],
+    qrels: dict[str, dict[str, int]],
+    doc_ids: list[str],
+) -> dict[str, float]:
+    """:func:`evaluate` of ``index`` on the queries judged in ``qrels``."""
+    return evaluate(qrels, bm25_run(index, sorted(qrels), query_tokens, doc_ids))
+
+
 # ---------------------------------------------------------------------------- timing
 
 
@@ -258,18 +279,14 @@ def run_scifact(args: argparse.Namespace) -> dict[str, Any]:
     index_default = _index_default_quality(
         args.data, tokenizer, corpus, doc_ids, queries_by_id, qrels
     )
-    train_ids = sorted(qrels["train"])
     default = BM25Index()
     default.add(corpus)
-    train_run = {}
-    for qid in train_ids:
-        hits, scores = default.search(tokenizer(queries[qid]), 100)
-        train_run[qid] = {doc_ids[int(r)]: float(x) for r, x in zip(hits, scores, strict=True)}
+    train_tokens = {qid: tokenizer(queries[qid]) for qid in qrels["train"]}
     return {
         "tokenize_s": tokenize_s,
         "systems": rows,
         "index_default": index_default,
-        "default_train": evaluate(qrels["train"], train_run),
+        "default_train": run_split(default, train_tokens, qrels["train"], doc_ids),
         "n_test": len(test_ids),
     }
 
@@ -287,11 +304,7 @@ def _index_default_quality(
     title_tokens = tokenizer.tokenize_many(load_titles(root))
     index = BM25Index()
     index.add([t * TITLE_BOOST + body for t, body in zip(title_tokens, corpus, strict=True)])
-    run = {}
-    for qid, tokens in queries.items():
-        hits, scores = index.search(tokens, 100)
-        run[qid] = {doc_ids[int(r)]: float(x) for r, x in zip(hits, scores, strict=True)}
-    return {"title_boost": TITLE_BOOST, **evaluate(qrels["test"], run)}
+    return {"title_boost": TITLE_BOOST, **run_split(index, queries, qrels["test"], doc_ids)}
 
 
 def print_scifact(result: dict[str, Any]) -> None:

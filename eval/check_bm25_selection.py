@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
-from bench_bm25 import SCIFACT, load_scifact  # noqa: E402
+from bench_bm25 import SCIFACT, bm25_run, load_scifact  # noqa: E402
 from tune_bm25 import B_GRID, K1_GRID, K3_GRID  # noqa: E402
 
 from indexes.bm25 import BM25Index  # noqa: E402
@@ -55,19 +55,14 @@ def per_query_ndcg(data: Path) -> tuple[list[Config], np.ndarray]:
     qids = sorted(train)
     tokenizer = Tokenizer()
     corpus = tokenizer.tokenize_many(texts)
-    query_tokens = [tokenizer(queries[q]) for q in qids]
+    query_tokens = {q: tokenizer(queries[q]) for q in qids}
     evaluator = pytrec_eval.RelevanceEvaluator(train, {"ndcg_cut.10"})
     configs: list[Config] = []
     rows = []
     for variant, k1, b, k3 in itertools.product(VARIANTS, K1_GRID, B_GRID, K3_GRID):
         index = BM25Index(tokenizer, variant=variant, k1=k1, b=b, k3=k3)  # type: ignore[arg-type]
         index.add(corpus)
-        results = index.search_batch(query_tokens, k=100)
-        run = {
-            qid: {doc_ids[int(r)]: float(s) for r, s in zip(found, scores, strict=True)}
-            for qid, (found, scores) in zip(qids, results, strict=True)
-        }
-        scored = evaluator.evaluate(run)
+        scored = evaluator.evaluate(bm25_run(index, qids, query_tokens, doc_ids))
         rows.append([scored.get(q, {}).get("ndcg_cut_10", 0.0) for q in qids])
         configs.append((variant, k1, b, k3))
     return configs, np.array(rows)

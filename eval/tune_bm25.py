@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
-from bench_bm25 import SCIFACT, evaluate, load_scifact  # noqa: E402
+from bench_bm25 import SCIFACT, load_scifact, run_split  # noqa: E402
 
 from indexes.bm25 import BM25Index  # noqa: E402
 from indexes.tokenize import Tokenizer  # noqa: E402
@@ -59,21 +59,6 @@ B_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9)
 # rank-bm25's BM25+ adds delta * idf to every row, so delta never changes its ranking.
 DELTA_GRID = {"bm25l": (0.5, 0.25, 1.0, 1.5)}
 K3_GRID = (math.inf, 8.0, 2.0, 1.0, 0.5, 0.0)  # stages 1 and 2 use inf (rank-bm25's count)
-
-
-def run_split(
-    index: BM25Index,
-    query_tokens: dict[str, list[str]],
-    qrels: dict[str, dict[str, int]],
-    doc_ids: list[str],
-) -> dict[str, float]:
-    qids = sorted(qrels)
-    results = index.search_batch([query_tokens[q] for q in qids], k=100)
-    run = {
-        qid: {doc_ids[int(r)]: float(s) for r, s in zip(rows, scores, strict=True)}
-        for qid, (rows, scores) in zip(qids, results, strict=True)
-    }
-    return evaluate(qrels, run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

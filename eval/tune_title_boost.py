@@ -27,8 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
-from bench_bm25 import SCIFACT, load_scifact, load_titles  # noqa: E402
-from tune_bm25 import run_split  # noqa: E402
+from bench_bm25 import SCIFACT, load_scifact, load_titles, run_split  # noqa: E402
 
 from indexes.bm25 import DEFAULT_PARAMS, BM25Index  # noqa: E402
 from indexes.tokenize import Tokenizer  # noqa: E402
