@@ -79,6 +79,13 @@ def staged(configs: list[Config], means: np.ndarray) -> int:
     return max(at_point, key=lambda i: means[i])
 
 
+def as_json(config: Config) -> list[str | float | None]:
+    """A configuration for JSON, which has no infinity: k3 = inf is ``null``, as in
+    ``BM25Index.params``."""
+    variant, k1, b, k3 = config
+    return [variant, k1, b, None if k3 == math.inf else k3]
+
+
 WAYS: dict[str, Callable[[list[Config], np.ndarray], int]] = {"joint": joint, "staged": staged}
 
 
@@ -111,8 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary[way] = {
             "held_out_ndcg@10_mean": float(scores.mean()),
             "held_out_ndcg@10_sd": float(scores.std()),
-            "most_picked": [[list(c), count] for c, count in picks[way].most_common(3)],
-            "full_train_pick": list(configs[choose(configs, full)]),
+            "most_picked": [[as_json(c), count] for c, count in picks[way].most_common(3)],
+            "full_train_pick": as_json(configs[choose(configs, full)]),
             "full_train_ndcg@10": float(full[choose(configs, full)]),
         }
         print(
@@ -123,9 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     print(f"({len(configs)} configurations, {args.splits} splits, {elapsed:.0f}s)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    # JSON has no infinity: k3 = inf is written as null, as BM25Index.params does.
     text = json.dumps({"splits": args.splits, "seed": args.seed, "ways": summary}, indent=1)
-    args.out.write_text(text.replace("Infinity", "null"))
+    args.out.write_text(text)
     print(f"wrote {args.out}")
     return 0
 
