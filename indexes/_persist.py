@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,13 @@ def save_npy(path: str | Path, array: np.ndarray) -> None:
         os.fsync(handle.fileno())
 
 
+_NPY_LOAD_LOCK = threading.Lock()
+"""Serialises ``np.load``: it parses each header with ``ast.literal_eval``, and CPython before
+3.11.8 / 3.12.2 can raise ``SystemError: AST constructor recursion depth mismatch`` when
+several threads build ASTs at once (python/cpython#106905). Seen with eight threads opening
+one index; opening is rare next to searching, so the lock costs nothing that matters."""
+
+
 def load_npy(path: str | Path, *, mmap: bool = False) -> np.ndarray:
     """Load a ``.npy`` file without pickle, optionally memory-mapped read-only.
 
@@ -95,7 +103,8 @@ def load_npy(path: str | Path, *, mmap: bool = False) -> np.ndarray:
     contention cost milliseconds.
     """
     try:
-        array: np.ndarray = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        with _NPY_LOAD_LOCK:
+            array: np.ndarray = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
         return np.asarray(array) if mmap else array
     except FileNotFoundError as exc:
         raise IndexLoadError(path, "file is missing") from exc
