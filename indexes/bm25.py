@@ -441,11 +441,14 @@ class BM25Index:
         stored = read_index(directory, mmap=mmap, verify=verify)
         params = dict(stored.params)
         try:
-            tokenizer = Tokenizer.from_dict(params.pop("tokenizer"))
+            tokenizer_settings = dict(params.pop("tokenizer"))
+            # Saved before acronym plurals were cut: its rows were tokenized without it.
+            tokenizer_settings.setdefault("acronym_plurals", False)
+            tokenizer = Tokenizer.from_dict(tokenizer_settings)
             # null (or absent: saved before k3 existed, when repeats counted linearly) is inf.
             k3 = params.pop("k3", None)
             index = cls(tokenizer, **params, k3=math.inf if k3 is None else k3)
-        except (ConfigError, KeyError, TypeError) as exc:
+        except (ConfigError, KeyError, TypeError, ValueError) as exc:
             msg = f"invalid BM25 params {stored.params!r} ({exc})"
             raise IndexLoadError(stored.manifest_path, msg) from exc
         index._restore(stored.terms, stored.arrays)

@@ -140,11 +140,17 @@ def test_edited_manifest_is_named(index: BM25Index, tmp_path: Path) -> None:
     assert excinfo.value.path == str(tmp_path / "bm25.json")
 
 
-def test_invalid_params_name_the_manifest(index: BM25Index, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("variant", "bm26"), ("tokenizer", "ab"), ("tokenizer", 5), ("tokenizer", {"colour": 1})],
+)
+def test_invalid_params_name_the_manifest(
+    index: BM25Index, tmp_path: Path, field: str, value: object
+) -> None:
     index.save(tmp_path)
     manifest = json.loads((tmp_path / "bm25.json").read_text())
     data = {key: manifest[key] for key in ("params", "n_rows", "n_live", "n_terms")}
-    data["params"]["variant"] = "bm26"
+    data["params"][field] = value
     files = manifest["files"]
     write_manifest(
         tmp_path, "bm25.json", fmt="bm25", version=1, files=files, data=data, sealed=True
@@ -192,3 +198,29 @@ def test_k3_round_trips_and_an_index_saved_before_k3_counts_repeats(
         sealed=True,
     )
     assert BM25Index.load(tmp_path / "k3").k3 == math.inf
+
+
+def test_an_index_saved_before_acronym_plurals_keeps_its_tokenization(tmp_path: Path) -> None:
+    built = BM25Index()
+    built.add(["SNPs in lncRNAs", "one SNP per lncRNA", "cells"])
+    built.save(tmp_path)
+    manifest = json.loads((tmp_path / "bm25.json").read_text())
+    assert manifest["params"]["tokenizer"]["acronym_plurals"] is True
+    assert BM25Index.load(tmp_path).tokenizer == built.tokenizer
+
+    # A manifest written before the setting existed: its rows were tokenized without it, so
+    # its queries must be too ("SNPs" stays "snps", as in those rows).
+    data = {key: manifest[key] for key in ("params", "n_rows", "n_live", "n_terms")}
+    del data["params"]["tokenizer"]["acronym_plurals"]
+    write_manifest(
+        tmp_path,
+        "bm25.json",
+        fmt="bm25",
+        version=1,
+        files=manifest["files"],
+        data=data,
+        sealed=True,
+    )
+    old = BM25Index.load(tmp_path)
+    assert old.tokenizer.acronym_plurals is False
+    assert old.tokenizer("SNPs") == ["snps"]

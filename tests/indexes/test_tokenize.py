@@ -68,6 +68,28 @@ def test_lowercase_off_keeps_case() -> None:
     assert Tokenizer(**PLAIN, lowercase=False)("DNA Repair") == ["DNA", "Repair"]
 
 
+def test_acronym_plurals_meet_their_singular() -> None:
+    tokenizer = Tokenizer()
+    for plural, singular in [
+        ("SNPs", "SNP"),
+        ("lncRNAs", "lncRNA"),
+        ("iPSCs", "iPSC"),
+        ("CAFs,", "CAF"),
+        ("IDs", "ID"),
+    ]:
+        assert tokenizer(plural) == tokenizer(singular), plural
+    # Snowball alone leaves these plurals apart from their singulars.
+    assert Tokenizer(acronym_plurals=False)("SNPs lncRNAs") == ["snps", "lncrnas"]
+
+
+def test_acronym_plurals_leave_other_words_alone() -> None:
+    tokenizer = Tokenizer(**PLAIN, acronym_plurals=True)
+    # One capital before the s, an s inside a word, a capital S, lowercase words.
+    text = "As Is PhDs IgGs RNAse DNases CELLS ALS cells snps"
+    assert tokenizer(text) == Tokenizer(**PLAIN, acronym_plurals=False)(text)
+    assert Tokenizer(**PLAIN, lowercase=False)("SNPs") == ["SNP"]
+
+
 def test_min_length_drops_short_tokens_but_not_cjk() -> None:
     assert Tokenizer(stopwords=None, stemmer=None)("a bc d 中") == ["bc", "中"]
 
@@ -113,12 +135,15 @@ def test_bad_settings_raise_config_error(kwargs: dict[str, object], match: str) 
 
 
 def test_settings_round_trip_through_json_and_equality() -> None:
-    tokenizer = Tokenizer(stopwords=["b", "a", "a"], stemmer="porter", min_length=2, nfkc=False)
+    tokenizer = Tokenizer(
+        stopwords=["b", "a", "a"], stemmer="porter", min_length=2, nfkc=False, acronym_plurals=False
+    )
     data = json.loads(json.dumps(tokenizer.to_dict()))
     assert data["stopwords"] == ["a", "b"]
+    assert data["acronym_plurals"] is False
     again = Tokenizer.from_dict(data)
     assert again == tokenizer and hash(again) == hash(tokenizer)
-    assert again("Cats, a dog") == tokenizer("Cats, a dog")
+    assert again("Cats, a dog, SNPs") == tokenizer("Cats, a dog, SNPs")
     assert Tokenizer() != tokenizer
     assert Tokenizer() == Tokenizer.from_dict(Tokenizer().to_dict())
     assert Tokenizer().__eq__("tokenizer") is NotImplemented
@@ -164,8 +189,13 @@ def test_threads_get_the_same_tokens() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(codec="ascii"), max_size=80))
 def test_plain_ascii_split_equals_the_regex_oracle(text: str) -> None:
-    tokenizer = Tokenizer(stopwords=None, stemmer=None, lowercase=False, nfkc=False, min_length=1)
+    plain = {"stopwords": None, "stemmer": None, "nfkc": False, "min_length": 1}
+    tokenizer = Tokenizer(**plain, lowercase=False, acronym_plurals=False)
     assert tokenizer(text) == re.findall(r"[^\W_]+", text)
+    # Cutting acronym plurals piece by piece equals one substitution over the whole text.
+    cut = re.sub(r"([A-Z][A-Z])s\b", r"\1", text)
+    assert Tokenizer(**plain, lowercase=False)(text) == re.findall(r"[^\W_]+", cut)
+    assert Tokenizer(**plain)(text) == re.findall(r"[^\W_]+", cut.lower())
 
 
 @settings(max_examples=200, deadline=None)
