@@ -131,7 +131,9 @@ class _PieceCache(dict[str, str]):
         return token
 
     def __missing__(self, raw: str) -> str:
-        piece = _ACRONYM_PLURAL_RE.sub(r"\1", raw) if self._acronym_plurals else raw
+        piece = raw
+        if self._acronym_plurals and "s" in raw and not raw.islower():  # cheap tests first
+            piece = _ACRONYM_PLURAL_RE.sub(r"\1", raw)
         if self._lowercase:
             piece = piece.lower()
         if piece.isascii() or _CJK_RE.search(piece) is None:
