@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +28,23 @@ QUERIES = ["cell energy", "mitosis", "熊猫", "drinks cells", "nothing matches"
 
 def results(index: BM25Index) -> list[tuple[list[int], list[float]]]:
     return [(r.tolist(), s.tolist()) for r, s in index.search_batch(QUERIES, k=10)]
+
+
+def reseal_params(directory: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Edit a saved index's params and write its manifest again, sealed with a valid checksum
+    (as an older version, or a bad writer, would have produced it)."""
+    manifest = json.loads((directory / "bm25.json").read_text())
+    data = {key: manifest[key] for key in ("params", "n_rows", "n_live", "n_terms")}
+    edit(data["params"])
+    write_manifest(
+        directory,
+        "bm25.json",
+        fmt="bm25",
+        version=1,
+        files=manifest["files"],
+        data=data,
+        sealed=True,
+    )
 
 
 @pytest.fixture
@@ -148,13 +167,7 @@ def test_invalid_params_name_the_manifest(
     index: BM25Index, tmp_path: Path, field: str, value: object
 ) -> None:
     index.save(tmp_path)
-    manifest = json.loads((tmp_path / "bm25.json").read_text())
-    data = {key: manifest[key] for key in ("params", "n_rows", "n_live", "n_terms")}
-    data["params"][field] = value
-    files = manifest["files"]
-    write_manifest(
-        tmp_path, "bm25.json", fmt="bm25", version=1, files=files, data=data, sealed=True
-    )
+    reseal_params(tmp_path, lambda params: params.update({field: value}))
     with pytest.raises(IndexLoadError, match="invalid BM25 params") as excinfo:
         BM25Index.load(tmp_path)
     assert excinfo.value.path == str(tmp_path / "bm25.json")
@@ -186,17 +199,7 @@ def test_k3_round_trips_and_an_index_saved_before_k3_counts_repeats(
     np.testing.assert_array_equal(loaded.get_scores(query), built.get_scores(query))
 
     # A manifest written before k3 existed has no such key: repeats counted linearly then.
-    data = {key: manifest[key] for key in ("params", "n_rows", "n_live", "n_terms")}
-    del data["params"]["k3"]
-    write_manifest(
-        tmp_path / "k3",
-        "bm25.json",
-        fmt="bm25",
-        version=1,
-        files=manifest["files"],
-        data=data,
-        sealed=True,
-    )
+    reseal_params(tmp_path / "k3", lambda params: params.pop("k3"))
     assert BM25Index.load(tmp_path / "k3").k3 == math.inf
 
 
@@ -210,17 +213,7 @@ def test_an_index_saved_before_acronym_plurals_keeps_its_tokenization(tmp_path: 
 
     # A manifest written before the setting existed: its rows were tokenized without it, so
     # its queries must be too ("SNPs" stays "snps", as in those rows).
-    data = {key: manifest[key] for key in ("params", "n_rows", "n_live", "n_terms")}
-    del data["params"]["tokenizer"]["acronym_plurals"]
-    write_manifest(
-        tmp_path,
-        "bm25.json",
-        fmt="bm25",
-        version=1,
-        files=manifest["files"],
-        data=data,
-        sealed=True,
-    )
+    reseal_params(tmp_path, lambda params: params["tokenizer"].pop("acronym_plurals"))
     old = BM25Index.load(tmp_path)
     assert old.tokenizer.acronym_plurals is False
     assert old.tokenizer("SNPs") == ["snps"]
