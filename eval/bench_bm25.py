@@ -246,7 +246,8 @@ def run_scifact(args: argparse.Namespace) -> dict[str, Any]:
         f"{tokenize_s:.2f}s; {len(test_ids)} test queries; tokenizer {tokenizer.to_dict()}"
     )
 
-    systems: list[System] = [Ours(None), *(Ours(v) for v in VARIANT_DEFAULTS)]
+    default = Ours(None)
+    systems: list[System] = [default, *(Ours(v) for v in VARIANT_DEFAULTS)]
     systems += [RankBM25(v) for v in RANK_BM25]
     systems += [BM25S("lucene"), BM25S("lucene", raw=True)]
     systems += [BM25S(m) for m in ("robertson", "bm25l", "bm25+")]
@@ -279,14 +280,13 @@ def run_scifact(args: argparse.Namespace) -> dict[str, Any]:
     index_default = _index_default_quality(
         args.data, tokenizer, corpus, doc_ids, queries_by_id, qrels
     )
-    default = BM25Index()
-    default.add(corpus)
     train_tokens = {qid: tokenizer(queries[qid]) for qid in qrels["train"]}
+    assert default.index is not None  # built above, on the same corpus
     return {
         "tokenize_s": tokenize_s,
         "systems": rows,
         "index_default": index_default,
-        "default_train": run_split(default, train_tokens, qrels["train"], doc_ids),
+        "default_train": run_split(default.index, train_tokens, qrels["train"], doc_ids),
         "n_test": len(test_ids),
     }
 
