@@ -115,17 +115,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = {}
     for way, choose in WAYS.items():
         scores = np.array(held[way])
+        pick = choose(configs, full)
         summary[way] = {
             "held_out_ndcg@10_mean": float(scores.mean()),
             "held_out_ndcg@10_sd": float(scores.std()),
             "most_picked": [[as_json(c), count] for c, count in picks[way].most_common(3)],
-            "full_train_pick": as_json(configs[choose(configs, full)]),
-            "full_train_ndcg@10": float(full[choose(configs, full)]),
+            "full_train_pick": as_json(configs[pick]),
+            "full_train_ndcg@10": float(full[pick]),
         }
         print(
             f"{way:7s} held-out nDCG@10 {scores.mean():.4f} (sd {scores.std():.4f}); "
-            f"on all of train picks {configs[choose(configs, full)]} "
-            f"({full[choose(configs, full)]:.4f}); most picked {picks[way].most_common(3)}"
+            f"on all of train picks {configs[pick]} ({full[pick]:.4f}); "
+            f"most picked {picks[way].most_common(3)}"
         )
     elapsed = time.perf_counter() - started
     print(f"({len(configs)} configurations, {args.splits} splits, {elapsed:.0f}s)")
