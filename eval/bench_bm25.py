@@ -41,9 +41,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, VARIANT_DEFAULTS, BM25Index  # noqa: E402
-from indexes.settings import TITLE_BOOST  # noqa: E402
-from indexes.tokenize import Tokenizer  # noqa: E402
+from ragtools.indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, VARIANT_DEFAULTS, BM25Index  # noqa: E402
+from ragtools.indexes.settings import TITLE_BOOST  # noqa: E402
+from ragtools.indexes.tokenize import Tokenizer  # noqa: E402
 
 logger = logging.getLogger("bench_bm25")
 

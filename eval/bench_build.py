@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from indexes.bundle import Index  # noqa: E402
-from parsers import Document  # noqa: E402
-from retrieval.evaluation import corpus_documents, load_beir  # noqa: E402
+from ragtools.indexes.bundle import Index  # noqa: E402
+from ragtools.parsers import Document  # noqa: E402
+from ragtools.retrieval.evaluation import corpus_documents, load_beir  # noqa: E402
 
 
 def _size(path: Path) -> int:

@@ -43,9 +43,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from indexes.embed import SentenceTransformerEmbedder  # noqa: E402
-from indexes.embed_cache import CachedEmbedder, EmbeddingCache, text_key  # noqa: E402
-from indexes.vector import VectorIndex  # noqa: E402
+from ragtools.indexes.embed import SentenceTransformerEmbedder  # noqa: E402
+from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache, text_key  # noqa: E402
+from ragtools.indexes.vector import VectorIndex  # noqa: E402
 
 logger = logging.getLogger("bench_vector")
 

@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT / "eval"))
 from bench_bm25 import SCIFACT, bm25_run, load_scifact  # noqa: E402
 from tune_bm25 import B_GRID, K1_GRID, K3_GRID  # noqa: E402
 
-from indexes.bm25 import BM25Index  # noqa: E402
-from indexes.tokenize import Tokenizer  # noqa: E402
+from ragtools.indexes.bm25 import BM25Index  # noqa: E402
+from ragtools.indexes.tokenize import Tokenizer  # noqa: E402
 
 OUT = ROOT / "eval" / "out" / "check_bm25_selection.json"
 VARIANTS = ("bm25plus", "okapi", "lucene")

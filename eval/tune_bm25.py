@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT / "eval"))
 
 from bench_bm25 import SCIFACT, load_scifact, run_split  # noqa: E402
 
-from indexes.bm25 import BM25Index  # noqa: E402
-from indexes.tokenize import Tokenizer  # noqa: E402
+from ragtools.indexes.bm25 import BM25Index  # noqa: E402
+from ragtools.indexes.tokenize import Tokenizer  # noqa: E402
 
 OUT = ROOT / "eval" / "out" / "tune_bm25.json"
 VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")

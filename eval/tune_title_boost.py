@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "eval"))
 
 from bench_bm25 import SCIFACT, load_scifact, load_titles, run_split  # noqa: E402
 
-from indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, BM25Index  # noqa: E402
-from indexes.tokenize import Tokenizer  # noqa: E402
+from ragtools.indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, BM25Index  # noqa: E402
+from ragtools.indexes.tokenize import Tokenizer  # noqa: E402
 
 OUT = ROOT / "eval" / "out" / "tune_title_boost.json"
 BOOSTS = (0, 1, 2)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 
-from indexes.bm25 import BM25Index
-from indexes.bundle import Index, UpdateReport
-from indexes.embed import Embedder, SentenceTransformerEmbedder
-from indexes.embed_cache import CachedEmbedder, EmbeddingCache
-from indexes.settings import IndexSettings
-from indexes.tokenize import Tokenizer
-from indexes.vector import VectorIndex
+from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.bundle import Index, UpdateReport
+from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
+from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache
+from ragtools.indexes.settings import IndexSettings
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.vector import VectorIndex
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

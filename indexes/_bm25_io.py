@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from indexes._persist import (
+from ragtools.indexes._persist import (
     fsync_dir,
     load_npy,
     read_json,
@@ -36,8 +36,8 @@ from indexes._persist import (
     save_npy,
     write_json,
 )
-from indexes._persist import write_manifest as _write_manifest
-from parsers.errors import IndexLoadError
+from ragtools.indexes._persist import write_manifest as _write_manifest
+from ragtools.parsers.errors import IndexLoadError
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "Stored", "read_index", "write_index"]
 

@@ -27,8 +27,8 @@ from typing import Literal, get_args
 import numpy as np
 import scipy.sparse as sp
 
-from indexes._bm25_ids import available_workers, map_token_ids
-from parsers.errors import ConfigError
+from ragtools.indexes._bm25_ids import available_workers, map_token_ids
+from ragtools.parsers.errors import ConfigError
 
 __all__ = [
     "DEFAULT_PARAMS",

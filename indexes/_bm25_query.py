@@ -24,8 +24,8 @@ from itertools import chain
 
 import numpy as np
 
-from indexes._bm25_math import Postings, Weights, query_term_weight, top_k
-from parsers.errors import ConfigError
+from ragtools.indexes._bm25_math import Postings, Weights, query_term_weight, top_k
+from ragtools.parsers.errors import ConfigError
 
 __all__ = [
     "QueryTerms",

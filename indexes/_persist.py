@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from parsers.errors import IndexLoadError, IndexVersionError
+from ragtools.parsers.errors import IndexLoadError, IndexVersionError
 
 __all__ = [
     "fsync_dir",

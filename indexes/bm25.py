@@ -54,9 +54,9 @@ from typing import Any
 
 import numpy as np
 
-from indexes import _bm25_query as q
-from indexes._bm25_io import read_index, write_index
-from indexes._bm25_math import (
+from ragtools.indexes import _bm25_query as q
+from ragtools.indexes._bm25_io import read_index, write_index
+from ragtools.indexes._bm25_math import (
     DEFAULT_PARAMS,
     DEFAULT_VARIANT,
     VARIANT_DEFAULTS,
@@ -73,9 +73,9 @@ from indexes._bm25_math import (
     resolve_params,
     to_postings,
 )
-from indexes.tokenize import Tokenizer
-from parsers.document import Chunk
-from parsers.errors import ConfigError, IndexLoadError, IndexStateError
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
 __all__ = ["DEFAULT_PARAMS", "DEFAULT_VARIANT", "VARIANT_DEFAULTS", "BM25Index", "Variant"]
 

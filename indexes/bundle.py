@@ -29,18 +29,18 @@ from typing import Any
 
 import numpy as np
 
-from indexes._persist import load_npy, read_manifest, save_npy, write_manifest
-from indexes.bm25 import BM25Index
-from indexes.embed import Embedder, SentenceTransformerEmbedder
-from indexes.embed_cache import CachedEmbedder, EmbeddingCache
-from indexes.settings import IndexSettings, keyword_text
-from indexes.sources import expand_sources, fingerprint, parse_files
-from indexes.store import read_chunks, write_chunks
-from indexes.vector import VectorIndex
-from indexes.versions import current_version, reading, write_version
-from indexes.windows import allow_mask, best_per_owner, split_windows
-from parsers import Chunk, Document, FileError, split
-from parsers.errors import ConfigError, IndexLoadError, IndexStateError
+from ragtools.indexes._persist import load_npy, read_manifest, save_npy, write_manifest
+from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
+from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache
+from ragtools.indexes.settings import IndexSettings, keyword_text
+from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
+from ragtools.indexes.store import read_chunks, write_chunks
+from ragtools.indexes.vector import VectorIndex
+from ragtools.indexes.versions import current_version, reading, write_version
+from ragtools.indexes.windows import allow_mask, best_per_owner, split_windows
+from ragtools.parsers import Chunk, Document, FileError, split
+from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Index", "UpdateReport"]
 

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from indexes.onnx_query import OnnxQueryEncoder
-from parsers._optional import require
-from parsers._progress import should_show
-from parsers.errors import ConfigError, DimensionMismatchError
+from ragtools.indexes.onnx_query import OnnxQueryEncoder
+from ragtools.parsers._optional import require
+from ragtools.parsers._progress import should_show
+from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

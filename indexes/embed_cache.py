@@ -33,9 +33,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from indexes._persist import fsync_dir, load_npy, read_json, save_npy, sha256_file, write_json
-from indexes.embed import Embedder
-from parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
+from ragtools.indexes._persist import (
+    fsync_dir,
+    load_npy,
+    read_json,
+    save_npy,
+    sha256_file,
+    write_json,
+)
+from ragtools.indexes.embed import Embedder
+from ragtools.parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "text_key"]
 

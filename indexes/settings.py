@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
-from indexes.bm25 import BM25Index
-from indexes.tokenize import Tokenizer
+from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.tokenize import Tokenizer
 
 __all__ = ["TITLE_BOOST", "IndexSettings", "keyword_text"]
 

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from indexes._persist import sha256_file
-from parsers import Document, FileError, load_files
-from parsers.errors import ConfigError
+from ragtools.indexes._persist import sha256_file
+from ragtools.parsers import Document, FileError, load_files
+from ragtools.parsers.errors import ConfigError
 
 __all__ = ["expand_sources", "fingerprint", "parse_files"]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from parsers.document import Chunk
-from parsers.errors import IndexLoadError
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import IndexLoadError
 
 __all__ = ["read_chunks", "write_chunks"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from parsers.errors import ConfigError
+from ragtools.parsers.errors import ConfigError
 
 __all__ = ["FakeEmbedder"]
 

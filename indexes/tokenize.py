@@ -45,9 +45,9 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
-from indexes.stopwords import BUILTIN_STOPWORDS
-from parsers._optional import require
-from parsers.errors import ConfigError
+from ragtools.indexes.stopwords import BUILTIN_STOPWORDS
+from ragtools.parsers._optional import require
+from ragtools.parsers.errors import ConfigError
 
 __all__ = ["CJKMode", "Tokenizer"]
 

@@ -55,9 +55,9 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from indexes._persist import fsync_dir, load_npy, read_manifest, save_npy, write_manifest
-from parsers._optional import require
-from parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
+from ragtools.indexes._persist import fsync_dir, load_npy, read_manifest, save_npy, write_manifest
+from ragtools.parsers._optional import require
+from ragtools.parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
 
 __all__ = ["MANIFEST", "VectorIndex", "VectorKind"]
 

@@ -25,8 +25,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from indexes._persist import fsync_dir
-from parsers.errors import ConfigError, IndexLoadError
+from ragtools.indexes._persist import fsync_dir
+from ragtools.parsers.errors import ConfigError, IndexLoadError
 
 __all__ = ["POINTER", "current_version", "is_index_root", "reading", "write_version"]
 

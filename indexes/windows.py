@@ -19,9 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from parsers.document import Document
-from parsers.errors import ConfigError
-from parsers.splitting import split
+from ragtools.parsers.document import Document
+from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.splitting import split
 
 __all__ = ["allow_mask", "best_per_owner", "split_windows"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from parsers.document import Chunk, Document, stable_id
-from parsers.errors import (
+from ragtools.parsers.document import Chunk, Document, stable_id
+from ragtools.parsers.errors import (
     ConfigError,
     DimensionMismatchError,
     IndexLoadError,
@@ -23,9 +23,9 @@ from parsers.errors import (
     RetrievalError,
     ToolInputError,
 )
-from parsers.loading import FileError, LoadResult, load, load_dir, load_files
-from parsers.registry import register_parser
-from parsers.splitting import split
+from ragtools.parsers.loading import FileError, LoadResult, load, load_dir, load_files
+from ragtools.parsers.registry import register_parser
+from ragtools.parsers.splitting import split
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from parsers.errors import MissingDependencyError
+from ragtools.parsers.errors import MissingDependencyError
 
 
 def require(module: str, extra: str | None = None, package: str | None = None) -> ModuleType:

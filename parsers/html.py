@@ -23,11 +23,11 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from parsers.document import Document
-from parsers.errors import ParseError
-from parsers.normalize import normalize_text
-from parsers.registry import is_html, register_parser
-from parsers.text import decode_bytes
+from ragtools.parsers.document import Document
+from ragtools.parsers.errors import ParseError
+from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.registry import is_html, register_parser
+from ragtools.parsers.text import decode_bytes
 
 __all__ = ["DROPPED_TAGS", "html_to_text", "parse_html"]
 

@@ -41,11 +41,11 @@ from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
-from parsers import html, markdown, office, pdf, records, text  # noqa: F401  (register formats)
-from parsers._progress import progress
-from parsers.document import Document, stable_id
-from parsers.errors import ConfigError, ParseError, RetrievalError
-from parsers.registry import HEAD_BYTES, ParserSpec, get_parser, resolve
+from ragtools.parsers import html, markdown, office, pdf, records, text  # noqa: F401  (register formats)
+from ragtools.parsers._progress import progress
+from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.errors import ConfigError, ParseError, RetrievalError
+from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, get_parser, resolve
 
 __all__ = [
     "DEFAULT_MAX_BYTES",

@@ -24,10 +24,10 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from parsers.document import Document
-from parsers.normalize import normalize_text
-from parsers.registry import register_parser
-from parsers.text import decode_bytes
+from ragtools.parsers.document import Document
+from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.registry import register_parser
+from ragtools.parsers.text import decode_bytes
 
 __all__ = ["first_heading", "parse_front_matter", "parse_markdown"]
 

@@ -25,11 +25,11 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from parsers._optional import require
-from parsers.document import Document
-from parsers.errors import ParseError
-from parsers.normalize import normalize_text
-from parsers.registry import is_zip, register_parser
+from ragtools.parsers._optional import require
+from ragtools.parsers.document import Document
+from ragtools.parsers.errors import ParseError
+from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.registry import is_zip, register_parser
 
 __all__ = ["parse_docx", "parse_pptx", "parse_xlsx"]
 

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from parsers.document import Document
-from parsers.errors import ParseError, PasswordRequiredError
-from parsers.normalize import normalize_text
-from parsers.registry import is_pdf, register_parser
+from ragtools.parsers.document import Document
+from ragtools.parsers.errors import ParseError, PasswordRequiredError
+from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.registry import is_pdf, register_parser
 
 __all__ = ["PdfPages", "extract_pages", "finish_pages", "format_pages", "parse_pdf"]
 

@@ -28,11 +28,11 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from parsers.document import Document, stable_id
-from parsers.errors import ParseError
-from parsers.normalize import normalize_text
-from parsers.registry import register_parser
-from parsers.text import decode_bytes
+from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.errors import ParseError
+from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.registry import register_parser
+from ragtools.parsers.text import decode_bytes
 
 __all__ = ["LONG_FIELD_CHARS", "load_records", "parse_csv", "parse_json"]
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from parsers.document import Document
-from parsers.errors import ConfigError
+from ragtools.parsers.document import Document
+from ragtools.parsers.errors import ConfigError
 
 __all__ = [
     "FALLBACK_PRIORITY",

@@ -33,8 +33,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from parsers.document import Chunk, Document
-from parsers.errors import ConfigError
+from ragtools.parsers.document import Chunk, Document
+from ragtools.parsers.errors import ConfigError
 
 __all__ = ["DEFAULT_SEPARATORS", "split"]
 

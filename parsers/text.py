@@ -22,10 +22,10 @@ import codecs
 import logging
 from pathlib import Path
 
-from parsers.document import Document
-from parsers.errors import ParseError
-from parsers.normalize import normalize_text
-from parsers.registry import FALLBACK_PRIORITY, is_html, is_pdf, is_zip, register_parser
+from ragtools.parsers.document import Document
+from ragtools.parsers.errors import ParseError
+from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.registry import FALLBACK_PRIORITY, is_html, is_pdf, is_zip, register_parser
 
 __all__ = ["PREFERRED_ENCODINGS", "decode_bytes", "looks_like_text", "parse_text"]
 

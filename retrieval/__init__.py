@@ -1,29 +1,34 @@
 """Retrievers, fusion, rerankers, filters, agent tools and evaluation over ``indexes``.
 
-``import retrieval`` does not import torch, sentence-transformers or faiss; they load when a
-model or a vector index is first used.
+The main job takes one import line::
+
+    from ragtools.retrieval import Index, HybridRetriever, create_retriever_tool
+
+``import ragtools.retrieval`` does not import torch, sentence-transformers or faiss; they load
+when a model or a vector index is first used.
 """
 
 from __future__ import annotations
 
 import logging
 
-from retrieval.base import BaseRetriever, Filter, Retriever
-from retrieval.filters import compile_filter, filter_mask
-from retrieval.frontpage import FrontPageRetriever
-from retrieval.fusion import (
+from ragtools.indexes.bundle import Index
+from ragtools.retrieval.base import BaseRetriever, Filter, Retriever
+from ragtools.retrieval.filters import compile_filter, filter_mask
+from ragtools.retrieval.frontpage import FrontPageRetriever
+from ragtools.retrieval.fusion import (
     distribution_based_score_fusion,
     fuse,
     fuse_hits,
     reciprocal_rank_fusion,
     relative_score_fusion,
 )
-from retrieval.hit import Hit
-from retrieval.hybrid import HybridRetriever
-from retrieval.keyword import KeywordRetriever
-from retrieval.rerank import CrossEncoderReranker, MMRReranker, Reranker
-from retrieval.tools.retriever_tool import RetrieverInput, create_retriever_tool
-from retrieval.vector import VectorRetriever
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hybrid import HybridRetriever
+from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.rerank import CrossEncoderReranker, MMRReranker, Reranker
+from ragtools.retrieval.tools.retriever_tool import RetrieverInput, create_retriever_tool
+from ragtools.retrieval.vector import VectorRetriever
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
@@ -34,6 +39,7 @@ __all__ = [
     "FrontPageRetriever",
     "Hit",
     "HybridRetriever",
+    "Index",
     "KeywordRetriever",
     "MMRReranker",
     "Reranker",

@@ -11,11 +11,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from indexes.bundle import Index
-from parsers.document import Chunk
-from parsers.errors import ConfigError
-from retrieval.filters import BoolArray, filter_mask
-from retrieval.hit import Hit
+from ragtools.indexes.bundle import Index
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.filters import BoolArray, filter_mask
+from ragtools.retrieval.hit import Hit
 
 __all__ = ["BaseRetriever", "Filter", "Retriever", "RowRetriever", "RowRun", "hits_from_rows"]
 

@@ -14,10 +14,10 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from indexes.bundle import Index
-from parsers.errors import ConfigError, RetrievalError
-from retrieval.base import BaseRetriever
-from retrieval.hit import Hit
+from ragtools.indexes.bundle import Index
+from ragtools.parsers.errors import ConfigError, RetrievalError
+from ragtools.retrieval.base import BaseRetriever
+from ragtools.retrieval.hit import Hit
 
 __all__ = ["main", "make_retriever"]
 
@@ -28,9 +28,9 @@ MODES = ("keyword", "vector", "hybrid")
 
 def make_retriever(index: Index, mode: str, k: int) -> BaseRetriever:
     """The retriever for ``rag search --mode``; hybrid falls back to the half an index has."""
-    from retrieval.hybrid import HybridRetriever
-    from retrieval.keyword import KeywordRetriever
-    from retrieval.vector import VectorRetriever
+    from ragtools.retrieval.hybrid import HybridRetriever
+    from ragtools.retrieval.keyword import KeywordRetriever
+    from ragtools.retrieval.vector import VectorRetriever
 
     if mode == "keyword":
         return KeywordRetriever(index, k=k)
@@ -99,7 +99,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from retrieval.integrations.mcp import http_url, serve
+    from ragtools.retrieval.integrations.mcp import http_url, serve
 
     if args.http:  # stdout stays silent: over stdio it is the protocol channel
         print(f"rag: serving MCP at {http_url(args.host, args.port)}", file=sys.stderr)
@@ -115,8 +115,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from retrieval.evaluation.experiment import run_eval
-    from retrieval.evaluation.report import render_markdown
+    from ragtools.retrieval.evaluation.experiment import run_eval
+    from ragtools.retrieval.evaluation.report import render_markdown
 
     names = [name.strip() for name in args.retrievers.split(",") if name.strip()]
     report = run_eval(

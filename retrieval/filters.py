@@ -43,8 +43,8 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from parsers.document import Chunk
-from parsers.errors import ConfigError
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError
 
 __all__ = ["CompiledFilter", "FilterSpec", "compile_filter", "filter_mask"]
 

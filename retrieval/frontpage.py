@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from indexes.bundle import Index
-from parsers.errors import ConfigError
-from retrieval.base import RowRetriever, RowRun
-from retrieval.filters import BoolArray
+from ragtools.indexes.bundle import Index
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.base import RowRetriever, RowRun
+from ragtools.retrieval.filters import BoolArray
 
 __all__ = ["FrontPageRetriever"]
 

@@ -38,8 +38,8 @@ from typing import Any, Literal, NoReturn, TypeAlias, get_args
 import numpy as np
 import numpy.typing as npt
 
-from parsers.errors import ConfigError
-from retrieval.hit import Hit
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.hit import Hit
 
 __all__ = [
     "DEFAULT_RRF_K",

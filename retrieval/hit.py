@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from parsers.document import Chunk
+from ragtools.parsers.document import Chunk
 
 __all__ = ["Hit"]
 

@@ -23,15 +23,15 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
-from indexes.bundle import Index
-from parsers.document import Chunk
-from parsers.errors import ConfigError
-from retrieval.base import BaseRetriever, Filter, Retriever, RowRetriever, RowRun, _check_k
-from retrieval.fusion import fuse_arrays, fuse_hits
-from retrieval.hit import Hit
-from retrieval.keyword import KeywordRetriever
-from retrieval.rerank import Reranker
-from retrieval.vector import VectorRetriever
+from ragtools.indexes.bundle import Index
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.base import BaseRetriever, Filter, Retriever, RowRetriever, RowRun, _check_k
+from ragtools.retrieval.fusion import fuse_arrays, fuse_hits
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.rerank import Reranker
+from ragtools.retrieval.vector import VectorRetriever
 
 __all__ = [
     "DEFAULT_CANDIDATE_K",

@@ -7,8 +7,8 @@ whenever ``k`` matching chunks contain a query term.
 
 from __future__ import annotations
 
-from retrieval.base import RowRetriever, RowRun
-from retrieval.filters import BoolArray
+from ragtools.retrieval.base import RowRetriever, RowRun
+from ragtools.retrieval.filters import BoolArray
 
 __all__ = ["KeywordRetriever"]
 

@@ -37,9 +37,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from parsers._optional import require
-from parsers.errors import ConfigError, DimensionMismatchError
-from retrieval.hit import Hit
+from ragtools.parsers._optional import require
+from ragtools.parsers.errors import ConfigError, DimensionMismatchError
+from ragtools.retrieval.hit import Hit
 
 __all__ = [
     "CrossEncoderReranker",

@@ -6,8 +6,8 @@ in ``hit.scores["vector"]``. Filters are faiss ID selectors applied before ranki
 
 from __future__ import annotations
 
-from retrieval.base import RowRetriever, RowRun
-from retrieval.filters import BoolArray
+from ragtools.retrieval.base import RowRetriever, RowRun
+from ragtools.retrieval.filters import BoolArray
 
 __all__ = ["VectorRetriever"]
 

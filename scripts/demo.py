@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from indexes.bundle import Index
-from retrieval.hybrid import HybridRetriever
-from retrieval.tools import ToolsNode
-from retrieval.tools.retriever_tool import create_retriever_tool
+from ragtools.indexes.bundle import Index
+from ragtools.retrieval.hybrid import HybridRetriever
+from ragtools.retrieval.tools import ToolsNode
+from ragtools.retrieval.tools.retriever_tool import create_retriever_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 

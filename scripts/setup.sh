@@ -17,3 +17,9 @@ if ! .venv/bin/python -c "import torch, sys; sys.exit(0 if torch.__version__.sta
 fi
 echo "==> installing ragtools with its dev extras" >&2
 "${pip[@]}" install -e ".[dev]"
+# mypy cannot see setuptools' editable import hook: give it the folders under their installed
+# names (pyproject's mypy_path).
+mkdir -p .venv/ragtools-src/ragtools
+for package in parsers indexes retrieval; do
+  ln -sfn "$root/$package" ".venv/ragtools-src/ragtools/$package"
+done

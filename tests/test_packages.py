@@ -5,13 +5,12 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
-import indexes
-import parsers
-import retrieval
+from ragtools import indexes, parsers, retrieval
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,10 +34,16 @@ def _imports(package: str) -> set[str]:
     for path in (ROOT / package).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
-                found.add(node.module.split(".")[0])
+                found.add(_ours(node.module))
             elif isinstance(node, ast.Import):
-                found.update(alias.name.split(".")[0] for alias in node.names)
+                found.update(_ours(alias.name) for alias in node.names)
     return found
+
+
+def _ours(module: str) -> str:
+    """``ragtools.indexes.bm25`` -> ``indexes``; any other module -> its top-level name."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "ragtools" and len(parts) > 1 else parts[0]
 
 
 @pytest.mark.parametrize(
@@ -51,7 +56,8 @@ def test_imports_flow_one_way(package: str, forbidden: set[str]) -> None:
 
 def test_importing_the_packages_loads_no_heavy_library() -> None:
     code = (
-        "import sys, parsers, indexes, retrieval, retrieval.tools, retrieval.evaluation\n"
+        "import sys, ragtools.parsers, ragtools.indexes, ragtools.retrieval\n"
+        "import ragtools.retrieval.tools, ragtools.retrieval.evaluation\n"
         "heavy = {'torch', 'sentence_transformers', 'faiss', 'transformers'} & set(sys.modules)\n"
         "print(sorted(heavy))"
     )
@@ -71,3 +77,59 @@ def test_no_pickle_in_the_code() -> None:
         for path in (ROOT / package).rglob("*.py"):
             # the needle is split so this test itself is not a hit for pickle scanners
             assert "allow_pickle=" + "True" not in path.read_text(encoding="utf-8"), path
+
+
+def test_internal_imports_use_the_namespace() -> None:
+    for package in ("parsers", "indexes", "retrieval"):
+        bare = _bare_imports(package)
+        assert not bare, f"{package} imports {sorted(bare)} without the ragtools. prefix"
+
+
+def _bare_imports(package: str) -> set[str]:
+    found: set[str] = set()
+    for path in (ROOT / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            found.update(n for n in names if n.split(".")[0] in {"parsers", "indexes", "retrieval"})
+    return found
+
+
+def test_a_users_own_packages_do_not_shadow_ours(tmp_path: Path) -> None:
+    """A script beside its own parsers/, indexes/ and retrieval/ still gets ragtools'."""
+    for name in ("parsers", "indexes", "retrieval"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("MINE = True\n", encoding="utf-8")
+    (tmp_path / "notes.md").write_text("Ferns reproduce by spores.\n", encoding="utf-8")
+    (tmp_path / "main.py").write_text(
+        "import parsers\n"
+        "from ragtools.retrieval import Index, KeywordRetriever\n"
+        "assert parsers.MINE\n"
+        "index = Index.build(['notes.md'], 'idx', vector=False, show_progress=False)\n"
+        "print(KeywordRetriever(index).invoke('spores')[0].chunk.text.strip())\n",
+        encoding="utf-8",
+    )
+    out = subprocess.run(
+        [sys.executable, "main.py"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Ferns reproduce by spores."
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_only_the_ragtools_namespace(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(ROOT)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("ragtools-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+    assert tops == {"ragtools", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1]
+                    + ".dist-info"}  # fmt: skip
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    assert "ragtools/__init__.py" not in names  # an implicit namespace
+    assert {"ragtools/parsers/__init__.py", "ragtools/indexes/bm25.py"} <= names

@@ -12,8 +12,13 @@ Typical use::
 
 from __future__ import annotations
 
-from retrieval.evaluation.beir import BeirDataset, available_splits, corpus_documents, load_beir
-from retrieval.evaluation.metrics import (
+from ragtools.retrieval.evaluation.beir import (
+    BeirDataset,
+    available_splits,
+    corpus_documents,
+    load_beir,
+)
+from ragtools.retrieval.evaluation.metrics import (
     DEFAULT_K_VALUES,
     MEASURES,
     MissingQueries,
@@ -23,14 +28,14 @@ from retrieval.evaluation.metrics import (
     per_query,
     trec_order,
 )
-from retrieval.evaluation.report import (
+from ragtools.retrieval.evaluation.report import (
     REQUIRED_METRICS,
     SCIFACT_REFERENCE,
     build_report,
     render_markdown,
     write_report,
 )
-from retrieval.evaluation.runner import (
+from ragtools.retrieval.evaluation.runner import (
     RunResult,
     latency_summary,
     read_trec_run,

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from parsers.document import Document
-from parsers.errors import ConfigError, ParseError
+from ragtools.parsers.document import Document
+from ragtools.parsers.errors import ConfigError, ParseError
 
 __all__ = ["BeirDataset", "available_splits", "corpus_documents", "load_beir"]
 

@@ -17,21 +17,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from indexes._persist import sha256_file
-from indexes.bundle import Index
-from indexes.embed import Embedder
-from indexes.settings import IndexSettings
-from indexes.versions import is_index_root
-from parsers.errors import ConfigError, IndexLoadError
-from retrieval.base import Retriever
-from retrieval.evaluation.beir import BeirDataset, corpus_documents, load_beir
-from retrieval.evaluation.metrics import evaluate_run
-from retrieval.evaluation.report import build_report, write_report
-from retrieval.evaluation.runner import run_retriever
-from retrieval.frontpage import FrontPageRetriever
-from retrieval.hybrid import HybridRetriever
-from retrieval.keyword import KeywordRetriever
-from retrieval.vector import VectorRetriever
+from ragtools.indexes._persist import sha256_file
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.embed import Embedder
+from ragtools.indexes.settings import IndexSettings
+from ragtools.indexes.versions import is_index_root
+from ragtools.parsers.errors import ConfigError, IndexLoadError
+from ragtools.retrieval.base import Retriever
+from ragtools.retrieval.evaluation.beir import BeirDataset, corpus_documents, load_beir
+from ragtools.retrieval.evaluation.metrics import evaluate_run
+from ragtools.retrieval.evaluation.report import build_report, write_report
+from ragtools.retrieval.evaluation.runner import run_retriever
+from ragtools.retrieval.frontpage import FrontPageRetriever
+from ragtools.retrieval.hybrid import HybridRetriever
+from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.vector import VectorRetriever
 
 __all__ = ["EVAL_CHUNK_SIZE", "RETRIEVER_NAMES", "make_retrievers", "open_or_build", "run_eval"]
 

@@ -43,7 +43,7 @@ from typing import Literal
 
 import numpy as np
 
-from parsers.errors import ConfigError
+from ragtools.parsers.errors import ConfigError
 
 __all__ = [
     "DEFAULT_K_VALUES",

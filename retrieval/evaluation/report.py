@@ -29,11 +29,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from parsers._optional import require
-from parsers.errors import ConfigError
-from retrieval.evaluation._io import atomic_write
-from retrieval.evaluation.metrics import Run
-from retrieval.evaluation.runner import write_trec_run
+from ragtools.parsers._optional import require
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.evaluation._io import atomic_write
+from ragtools.retrieval.evaluation.metrics import Run
+from ragtools.retrieval.evaluation.runner import write_trec_run
 
 __all__ = [
     "REQUIRED_METRICS",

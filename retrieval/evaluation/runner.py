@@ -31,13 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from parsers._progress import progress
-from parsers.errors import ConfigError, ParseError
-from retrieval.base import Retriever
-from retrieval.evaluation._io import atomic_write
-from retrieval.evaluation.beir import BeirDataset
-from retrieval.evaluation.metrics import Run, trec_order
-from retrieval.hit import Hit
+from ragtools.parsers._progress import progress
+from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.retrieval.base import Retriever
+from ragtools.retrieval.evaluation._io import atomic_write
+from ragtools.retrieval.evaluation.beir import BeirDataset
+from ragtools.retrieval.evaluation.metrics import Run, trec_order
+from ragtools.retrieval.hit import Hit
 
 __all__ = ["RunResult", "latency_summary", "read_trec_run", "run_retriever", "write_trec_run"]
 

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 
-from parsers._optional import require
-from retrieval.tools.base import BaseTool
-from retrieval.tools.messages import make_tool_call
-from retrieval.tools.output import ToolOutput
-from retrieval.tools.schema import injected_fields
+from ragtools.parsers._optional import require
+from ragtools.retrieval.tools.base import BaseTool
+from ragtools.retrieval.tools.messages import make_tool_call
+from ragtools.retrieval.tools.output import ToolOutput
+from ragtools.retrieval.tools.schema import injected_fields
 
 if TYPE_CHECKING:
     from langchain_core.tools import StructuredTool as LangChainStructuredTool

@@ -37,16 +37,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from parsers._optional import require
-from parsers.errors import ConfigError, RetrievalError
-from retrieval.hit import Hit
+from ragtools.parsers._optional import require
+from ragtools.parsers.errors import ConfigError, RetrievalError
+from ragtools.retrieval.hit import Hit
 
 if TYPE_CHECKING:
     from mcp import types as mt
     from mcp.server import Server, ServerRequestContext
 
-    from indexes.bundle import Index
-    from retrieval.tools.base import BaseTool
+    from ragtools.indexes.bundle import Index
+    from ragtools.retrieval.tools.base import BaseTool
 
 __all__ = ["DEFAULT_K", "LIST_TOOL", "RESOURCE_PREFIX", "build_server", "http_url", "serve"]
 
@@ -142,9 +142,9 @@ def _open_all(
     names: Sequence[str] | None,
     descriptions: Sequence[str] | None,
 ) -> list[_Served]:
-    from indexes.bundle import Index
-    from retrieval.hybrid import HybridRetriever
-    from retrieval.tools.retriever_tool import create_retriever_tool
+    from ragtools.indexes.bundle import Index
+    from ragtools.retrieval.hybrid import HybridRetriever
+    from ragtools.retrieval.tools.retriever_tool import create_retriever_tool
 
     paths = [Path(p).expanduser().resolve() for p in index_paths]
     if not paths:
@@ -202,8 +202,8 @@ def _result(text: str, structured: dict[str, Any] | None = None) -> mt.CallToolR
 
 
 async def _search(entry: _Served, arguments: dict[str, Any]) -> mt.CallToolResult:
-    from retrieval.tools.messages import make_tool_call
-    from retrieval.tools.retriever_tool import RetrieverInput
+    from ragtools.retrieval.tools.messages import make_tool_call
+    from ragtools.retrieval.tools.retriever_tool import RetrieverInput
 
     try:
         valid = RetrieverInput.model_validate(arguments)
@@ -228,7 +228,7 @@ async def _search(entry: _Served, arguments: dict[str, Any]) -> mt.CallToolResul
 def _tools(entries: Sequence[_Served]) -> list[mt.Tool]:
     from mcp import types as mt
 
-    from retrieval.tools.retriever_tool import RetrieverInput
+    from ragtools.retrieval.tools.retriever_tool import RetrieverInput
 
     read_only = mt.ToolAnnotations(read_only_hint=True, open_world_hint=False)
     output_schema = _SearchOutput.model_json_schema(mode="serialization")

@@ -9,12 +9,12 @@ MCP) live in ``retrieval.integrations`` and import their framework lazily.
 
 from __future__ import annotations
 
-from retrieval.tools.base import ArgsSchema, BaseTool
-from retrieval.tools.cache import CachedTool, CacheInfo, ToolResultCache, cached
-from retrieval.tools.classtool import FunctionTool, ModelTool
-from retrieval.tools.decorator import tool
-from retrieval.tools.exceptions import ToolException
-from retrieval.tools.execution import (
+from ragtools.retrieval.tools.base import ArgsSchema, BaseTool
+from ragtools.retrieval.tools.cache import CachedTool, CacheInfo, ToolResultCache, cached
+from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
+from ragtools.retrieval.tools.decorator import tool
+from ragtools.retrieval.tools.exceptions import ToolException
+from ragtools.retrieval.tools.execution import (
     ToolCallbacks,
     ToolCallInput,
     ToolChunk,
@@ -22,11 +22,11 @@ from retrieval.tools.execution import (
     collect_messages,
     get_current_tool_call_id,
 )
-from retrieval.tools.injected import InjectedToolArg, InjectedToolCallId, RunConfig
-from retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call, make_tool_call
-from retrieval.tools.node import InvokableTool, StreamableTool, ToolsNode, tool_info
-from retrieval.tools.output import ToolOutput
-from retrieval.tools.params import (
+from ragtools.retrieval.tools.injected import InjectedToolArg, InjectedToolCallId, RunConfig
+from ragtools.retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call, make_tool_call
+from ragtools.retrieval.tools.node import InvokableTool, StreamableTool, ToolsNode, tool_info
+from ragtools.retrieval.tools.output import ToolOutput
+from ragtools.retrieval.tools.params import (
     INVALID_JSON_MESSAGE,
     ToolInfo,
     format_result,
@@ -35,7 +35,7 @@ from retrieval.tools.params import (
     validate_arguments,
     verify_arguments,
 )
-from retrieval.tools.registry import (
+from ragtools.retrieval.tools.registry import (
     TOOL_REGISTRY,
     ToolExecutor,
     ToolRegistry,
@@ -45,21 +45,21 @@ from retrieval.tools.registry import (
     register_tool,
     unregister_tool,
 )
-from retrieval.tools.render import (
+from ragtools.retrieval.tools.render import (
     convert_to_openai_function,
     convert_to_openai_tool,
     render_text_description,
     render_text_description_and_args,
 )
-from retrieval.tools.retriever_tool import (
+from ragtools.retrieval.tools.retriever_tool import (
     RetrieverInput,
     create_retriever_tool,
     format_hit,
     format_hits,
 )
-from retrieval.tools.schema import create_schema_from_function
-from retrieval.tools.simple import Tool
-from retrieval.tools.structured import StructuredTool
+from ragtools.retrieval.tools.schema import create_schema_from_function
+from ragtools.retrieval.tools.simple import Tool
+from ragtools.retrieval.tools.structured import StructuredTool
 
 __all__ = [
     "INVALID_JSON_MESSAGE",

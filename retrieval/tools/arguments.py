@@ -23,10 +23,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.injected import is_config_annotation
-from retrieval.tools.messages import is_tool_call
-from retrieval.tools.schema import injected_fields
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.injected import is_config_annotation
+from ragtools.retrieval.tools.messages import is_tool_call
+from ragtools.retrieval.tools.schema import injected_fields
 
 __all__ = [
     "config_parameter",

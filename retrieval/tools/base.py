@@ -43,17 +43,21 @@ from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.arguments import (
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.arguments import (
     config_parameter,
     is_validation_error,
     parse_arguments,
     split_input,
 )
-from retrieval.tools.injected import RunConfig
-from retrieval.tools.messages import ToolCall
-from retrieval.tools.output import ToolOutput
-from retrieval.tools.schema import create_schema_from_function, injected_fields, subset_model
+from ragtools.retrieval.tools.injected import RunConfig
+from ragtools.retrieval.tools.messages import ToolCall
+from ragtools.retrieval.tools.output import ToolOutput
+from ragtools.retrieval.tools.schema import (
+    create_schema_from_function,
+    injected_fields,
+    subset_model,
+)
 
 __all__ = [
     "ArgsSchema",

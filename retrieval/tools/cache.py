@@ -36,9 +36,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, cast
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.messages import ToolMessage, is_tool_call
-from retrieval.tools.params import parse_arguments
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.messages import ToolMessage, is_tool_call
+from ragtools.retrieval.tools.params import parse_arguments
 
 logger = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ValidationError
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call
-from retrieval.tools.params import (
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call
+from ragtools.retrieval.tools.params import (
     ParametersSpec,
     ToolInfo,
     format_result,

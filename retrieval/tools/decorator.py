@@ -36,10 +36,10 @@ from typing import Any, overload
 
 from pydantic import BaseModel
 
-from parsers.errors import ConfigError
-from retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat
-from retrieval.tools.simple import Tool
-from retrieval.tools.structured import StructuredTool
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat
+from ragtools.retrieval.tools.simple import Tool
+from ragtools.retrieval.tools.structured import StructuredTool
 
 __all__ = ["tool"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from parsers.errors import ToolInputError
+from ragtools.parsers.errors import ToolInputError
 
 __all__ = ["ToolException"]
 

@@ -29,7 +29,7 @@ from contextvars import Context, ContextVar, copy_context
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from retrieval.tools.messages import ToolCall, ToolMessage
+from ragtools.retrieval.tools.messages import ToolCall, ToolMessage
 
 logger = logging.getLogger(__name__)
 

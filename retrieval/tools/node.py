@@ -49,12 +49,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from parsers.errors import ConfigError
-from retrieval.tools.execution import ToolCallbacks, ToolChunk, ToolMiddleware
-from retrieval.tools.messages import ToolMessage
-from retrieval.tools.params import ToolInfo
-from retrieval.tools.registry import UnknownToolError
-from retrieval.tools.runner import (
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.execution import ToolCallbacks, ToolChunk, ToolMiddleware
+from ragtools.retrieval.tools.messages import ToolMessage
+from ragtools.retrieval.tools.params import ToolInfo
+from ragtools.retrieval.tools.registry import UnknownToolError
+from ragtools.retrieval.tools.runner import (
     CallRunner,
     ErrorHandling,
     ResolvedCall,

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from retrieval.tools.messages import ToolMessage
+from ragtools.retrieval.tools.messages import ToolMessage
 
 __all__ = ["ToolOutput", "message_content"]
 

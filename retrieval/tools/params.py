@@ -36,7 +36,7 @@ import json5
 import jsonschema
 from pydantic import BaseModel
 
-from parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError, ToolInputError
 
 logger = logging.getLogger(__name__)
 

@@ -37,8 +37,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.classtool import FunctionTool, ModelTool
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
 
 logger = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from retrieval.tools.base import BaseTool
-from retrieval.tools.schema import model_facing_parameters
-from retrieval.tools.structured import StructuredTool
+from ragtools.retrieval.tools.base import BaseTool
+from ragtools.retrieval.tools.schema import model_facing_parameters
+from ragtools.retrieval.tools.structured import StructuredTool
 
 __all__ = [
     "convert_to_openai_function",

@@ -42,11 +42,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from parsers.errors import ConfigError
-from retrieval.base import Retriever
-from retrieval.hit import Hit
-from retrieval.tools.base import ResponseFormat
-from retrieval.tools.structured import StructuredTool
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.base import Retriever
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.tools.base import ResponseFormat
+from ragtools.retrieval.tools.structured import StructuredTool
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",

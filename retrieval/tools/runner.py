@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.tools.execution import (
+from ragtools.retrieval.tools.execution import (
     AsyncInvokeEndpoint,
     CallbackGroup,
     InvokeEndpoint,
@@ -42,9 +42,9 @@ from retrieval.tools.execution import (
     context_for_call,
     tool_call_scope,
 )
-from retrieval.tools.messages import ToolMessage
-from retrieval.tools.params import format_result, parse_arguments
-from retrieval.tools.registry import UnknownToolError
+from ragtools.retrieval.tools.messages import ToolMessage
+from ragtools.retrieval.tools.params import format_result, parse_arguments
+from ragtools.retrieval.tools.registry import UnknownToolError
 
 logger = logging.getLogger(__name__)
 

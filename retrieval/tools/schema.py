@@ -41,8 +41,12 @@ import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
-from parsers.errors import ConfigError
-from retrieval.tools.injected import InjectedToolCallId, is_config_annotation, is_injected_metadata
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.injected import (
+    InjectedToolCallId,
+    is_config_annotation,
+    is_injected_metadata,
+)
 
 __all__ = [
     "FILTERED_ARGS",

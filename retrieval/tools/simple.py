@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from parsers.errors import ConfigError
-from retrieval.tools.arguments import config_parameter
-from retrieval.tools.base import ArgsSchema, BaseTool, run_coroutine_sync
-from retrieval.tools.exceptions import ToolException
-from retrieval.tools.schema import FILTERED_ARGS
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.arguments import config_parameter
+from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, run_coroutine_sync
+from ragtools.retrieval.tools.exceptions import ToolException
+from ragtools.retrieval.tools.schema import FILTERED_ARGS
 
 __all__ = ["Tool"]
 

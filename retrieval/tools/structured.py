@@ -22,10 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
-from parsers.errors import ConfigError
-from retrieval.tools.arguments import config_parameter
-from retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat, run_coroutine_sync
-from retrieval.tools.schema import create_schema_from_function
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.arguments import config_parameter
+from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat, run_coroutine_sync
+from ragtools.retrieval.tools.schema import create_schema_from_function
 
 __all__ = ["StructuredTool"]
 

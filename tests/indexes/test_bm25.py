@@ -15,10 +15,10 @@ import rank_bm25
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexes.bm25 import VARIANT_DEFAULTS, BM25Index
-from indexes.tokenize import Tokenizer
-from parsers.document import Chunk
-from parsers.errors import ConfigError, IndexStateError
+from ragtools.indexes.bm25 import VARIANT_DEFAULTS, BM25Index
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError, IndexStateError
 
 RANK_BM25 = {
     "okapi": rank_bm25.BM25Okapi,
@@ -416,7 +416,7 @@ def test_params_defaults_and_validation() -> None:
 
 def test_okapi_warns_on_tiny_corpora(caplog: pytest.LogCaptureFixture) -> None:
     index = build([["a", "b"], ["a"], ["c"]], variant="okapi")
-    with caplog.at_level(logging.WARNING, logger="indexes.bm25"):
+    with caplog.at_level(logging.WARNING, logger="ragtools.indexes.bm25"):
         index.search(["a"])
     assert "more than half" in caplog.text
     assert "BM25Index(variant='okapi'" in repr(index)
@@ -427,9 +427,9 @@ def test_small_internal_blocks_give_the_same_scores(monkeypatch: pytest.MonkeyPa
     corpus = [[f"t{int(x)}" for x in rng.zipf(1.3, int(n)) % 50] for n in rng.integers(0, 30, 300)]
     query = ["t1", "t2", "t2", "t7", "t40"]
     expected = build(corpus, variant="bm25l").get_scores(query)
-    monkeypatch.setattr("indexes._bm25_math._WEIGHT_CHUNK", 7)
-    monkeypatch.setattr("indexes._bm25_math._BLOCK_TOKENS", 50)
-    monkeypatch.setattr("indexes._bm25_query._BLOCK_CELLS", 1500)  # 5 queries a block
+    monkeypatch.setattr("ragtools.indexes._bm25_math._WEIGHT_CHUNK", 7)
+    monkeypatch.setattr("ragtools.indexes._bm25_math._BLOCK_TOKENS", 50)
+    monkeypatch.setattr("ragtools.indexes._bm25_query._BLOCK_CELLS", 1500)  # 5 queries a block
     index = build(corpus, variant="bm25l")
     np.testing.assert_array_equal(index.get_scores(query), expected)
     np.testing.assert_allclose(expected, rank_bm25.BM25L(corpus).get_scores(query), rtol=1e-6)
@@ -442,7 +442,7 @@ def test_small_internal_blocks_give_the_same_scores(monkeypatch: pytest.MonkeyPa
 def test_sampled_top_k_threshold_equals_brute_force(
     monkeypatch: pytest.MonkeyPatch, variant: str
 ) -> None:
-    monkeypatch.setattr("indexes._bm25_query._SAMPLE_ABOVE", 1)  # always sample
+    monkeypatch.setattr("ragtools.indexes._bm25_query._SAMPLE_ABOVE", 1)  # always sample
     rng = np.random.default_rng(1)
     corpus = [[f"t{int(x)}" for x in rng.zipf(1.5, int(n)) % 30] for n in rng.integers(1, 12, 400)]
     corpus += corpus[:50]  # duplicates make ties

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from indexes import _bm25_ids
-from indexes._bm25_ids import map_token_ids
-from indexes._bm25_math import Vocabulary
-from indexes.bm25 import BM25Index
+from ragtools.indexes import _bm25_ids
+from ragtools.indexes._bm25_ids import map_token_ids
+from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes.bm25 import BM25Index
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -213,7 +213,7 @@ def test_addresses_spread_too_wide_fall_back_to_lookups(
     monkeypatch.setattr(_bm25_ids, "_MIN_TABLE", 0)  # at most one slot per token
     corpus = [["a", "".join(["b", "c"])], [str(10**30)[:5], "a"]]  # interned and heap strings
     vocab = Vocabulary()
-    with caplog.at_level("DEBUG", logger="indexes._bm25_ids"):
+    with caplog.at_level("DEBUG", logger="ragtools.indexes._bm25_ids"):
         ids = map_token_ids(corpus, _lengths(corpus), vocab, workers=1, identity=True)
     assert "dict probes" in caplog.text
     assert [vocab.terms[i] for i in ids.tolist()] == ["a", "bc", "10000", "a"]

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from indexes._persist import write_manifest
-from indexes.bm25 import BM25Index
-from indexes.tokenize import Tokenizer
-from parsers.errors import IndexLoadError, IndexVersionError
+from ragtools.indexes._persist import write_manifest
+from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.parsers.errors import IndexLoadError, IndexVersionError
 
 TEXTS = [
     "Cells divide by mitosis.",

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes.bundle import Index
-from indexes.testing import FakeEmbedder
-from indexes.versions import current_version
-from parsers import ConfigError, IndexLoadError, IndexVersionError
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.indexes.versions import current_version
+from ragtools.parsers import ConfigError, IndexLoadError, IndexVersionError
 
 
 class CountingEmbedder:
@@ -137,7 +137,7 @@ def test_update_equals_a_fresh_build(
 
 def test_add_and_delete_documents(built: tuple[Index, Path, CountingEmbedder]) -> None:
     index, _, _ = built
-    from parsers import Chunk
+    from ragtools.parsers import Chunk
 
     extra = Chunk(doc_id="manual", text="Quarks are bound by gluons.", metadata={"source": "m"})
     index.add([extra])
@@ -223,14 +223,14 @@ def test_keyword_only_index(tmp_path: Path, pdf_dir: Path) -> None:
     index = Index.build([src], tmp_path / "kw", vector=False)
     assert index.vector is None
     assert index.keyword_search("helium", 1)
-    from parsers import IndexStateError
+    from ragtools.parsers import IndexStateError
 
     with pytest.raises(IndexStateError, match="without the vector half"):
         index.vector_search("helium", 1)
 
 
 def test_keyword_text_repeats_the_title_before_the_text() -> None:
-    from indexes.settings import keyword_text
+    from ragtools.indexes.settings import keyword_text
 
     assert keyword_text("body", {"title": "Head"}, 2) == "Head\nHead\nbody"
     assert keyword_text("body", {"title": "Head"}, 0) == "body"
@@ -240,7 +240,7 @@ def test_keyword_text_repeats_the_title_before_the_text() -> None:
 
 
 def _titled_index(tmp_path: Path, boost: int) -> tuple[Index, CountingEmbedder]:
-    from parsers import Chunk
+    from ragtools.parsers import Chunk
 
     src = tmp_path / f"src{boost}"
     src.mkdir()
@@ -273,7 +273,7 @@ def test_title_boost_weighs_titles_in_the_keyword_half_only(tmp_path: Path) -> N
 def test_an_index_saved_before_newer_settings_opens_without_them(
     built: tuple[Index, Path, CountingEmbedder],
 ) -> None:
-    from indexes._persist import _SELF, _self_digest
+    from ragtools.indexes._persist import _SELF, _self_digest
 
     index, _, _ = built
     manifest_path = _live(index) / "manifest.json"

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from indexes.bundle import Index
-from indexes.testing import FakeEmbedder
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.testing import FakeEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
-from indexes.bundle import Index
-from indexes.testing import FakeEmbedder
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.testing import FakeEmbedder
 idx, a, b, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 for i in range(rounds):
     src = a if i % 2 else b

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from indexes.embed import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
-from indexes.onnx_query import OnnxQueryEncoder
-from indexes.testing import FakeEmbedder
-from parsers.errors import ConfigError, MissingDependencyError
+from ragtools.indexes.embed import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
+from ragtools.indexes.onnx_query import OnnxQueryEncoder
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.parsers.errors import ConfigError, MissingDependencyError
 
 # ----------------------------------------------------------------------------- FakeEmbedder
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes.embed import Embedder
-from indexes.embed_cache import CachedEmbedder, EmbeddingCache, text_key
-from indexes.testing import FakeEmbedder
-from parsers.errors import ConfigError, DimensionMismatchError
+from ragtools.indexes.embed import Embedder
+from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache, text_key
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 
 TEXTS = [f"document number {i} about topic {i % 7}" for i in range(100)]
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import indexes.tokenize as tokenize_module
-from indexes.stopwords import ENGLISH_STOPWORDS, LUCENE_STOPWORDS
-from indexes.tokenize import Tokenizer
-from parsers.errors import ConfigError, MissingDependencyError
+import ragtools.indexes.tokenize as tokenize_module
+from ragtools.indexes.stopwords import ENGLISH_STOPWORDS, LUCENE_STOPWORDS
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.parsers.errors import ConfigError, MissingDependencyError
 
 PLAIN = {"stopwords": None, "stemmer": None, "min_length": 1}
 

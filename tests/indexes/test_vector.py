@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexes.testing import FakeEmbedder
-from indexes.vector import VectorIndex
-from parsers.errors import ConfigError, DimensionMismatchError
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.indexes.vector import VectorIndex
+from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 
 DIM = 24
 
@@ -333,7 +333,7 @@ def test_repeated_searches_move_to_an_owned_copy_with_the_same_results(data) -> 
     buffer (huge pages); the results do not change, and a change to the index drops it."""
     import faiss
 
-    from indexes import vector
+    from ragtools.indexes import vector
 
     def faiss_buffer(index: VectorIndex) -> int:
         return int(faiss.rev_swig_ptr(index._index.get_xb(), 1).ctypes.data)

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes._persist import read_json, write_manifest
-from indexes.vector import MANIFEST, VectorIndex
-from parsers.errors import (
+from ragtools.indexes._persist import read_json, write_manifest
+from ragtools.indexes.vector import MANIFEST, VectorIndex
+from ragtools.parsers.errors import (
     DimensionMismatchError,
     IndexLoadError,
     IndexVersionError,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from indexes.store import read_chunks, write_chunks
-from indexes.versions import POINTER, current_version, is_index_root, write_version
-from parsers import Chunk, ConfigError, IndexLoadError
+from ragtools.indexes.store import read_chunks, write_chunks
+from ragtools.indexes.versions import POINTER, current_version, is_index_root, write_version
+from ragtools.parsers import Chunk, ConfigError, IndexLoadError
 
 
 def _writer(text: str):

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes.bundle import Index
-from indexes.testing import FakeEmbedder
-from indexes.versions import current_version
-from indexes.windows import allow_mask, best_per_owner, split_windows
-from parsers import ConfigError, IndexLoadError
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.indexes.versions import current_version
+from ragtools.indexes.windows import allow_mask, best_per_owner, split_windows
+from ragtools.parsers import ConfigError, IndexLoadError
 
 WORDS = [f"w{i}" for i in range(400)]
 

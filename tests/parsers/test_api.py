@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import parsers
+from ragtools import parsers
 
 
 def test_exported_names() -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import parsers
-from parsers import Document, ParseError, register_parser
-from parsers.markdown import first_heading, parse_front_matter
-from parsers.records import load_records
-from parsers.registry import resolve, unregister_parser
+from ragtools import parsers
+from ragtools.parsers import Document, ParseError, register_parser
+from ragtools.parsers.markdown import first_heading, parse_front_matter
+from ragtools.parsers.records import load_records
+from ragtools.parsers.registry import resolve, unregister_parser
 
 CHINESE = "中文文本解析测试。这是一个用于检索的段落，包含常见的汉字和标点符号！"
 

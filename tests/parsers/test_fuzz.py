@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import parsers
-from parsers import ParseError
+from ragtools import parsers
+from ragtools.parsers import ParseError
 
 SEED_PDFS = [
     "002-trivial-libre-office-writer.pdf",

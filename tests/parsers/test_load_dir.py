@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import parsers
-from parsers import ConfigError, Document, FileError, LoadResult, load_dir, register_parser
-from parsers.normalize import normalize_text
-from parsers.registry import unregister_parser
+from ragtools import parsers
+from ragtools.parsers import ConfigError, Document, FileError, LoadResult, load_dir, register_parser
+from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.registry import unregister_parser
 
 CHINESE = "检索增强生成系统需要正确解析中文文档。这一段文字使用GBK编码保存。"
 
@@ -108,7 +108,9 @@ def test_process_pool_matches_serial(
     shard_min_bytes: int | None,
 ) -> None:
     if shard_min_bytes is not None:  # every PDF split by pages over the two workers
-        monkeypatch.setattr(importlib.import_module("parsers.loading"), "SHARD_MIN_BYTES", 1)
+        monkeypatch.setattr(
+            importlib.import_module("ragtools.parsers.loading"), "SHARD_MIN_BYTES", 1
+        )
     root = tmp_path / "pdfs"
     names = ["multicolumn.pdf", "multilang.pdf", "skew.pdf", "invalid.pdf", "scan-bad.pdf"]
     for name in names:
@@ -136,7 +138,7 @@ def test_process_pool_matches_serial(
     ]
     assert calls == [str(root / "x.custom")] * 2
     # The scanned page's warning, logged in a worker process, reaches the caller's logs.
-    warnings = [r.getMessage() for r in caplog.records if r.name == "parsers.pdf"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "ragtools.parsers.pdf"]
     assert [w for w in warnings if "skew.pdf" in w and "no text layer on page(s) 1 " in w]
     assert len(warnings) == 1
     pages = [d.metadata["page"] for d in pooled.documents if "multicolumn" in d.source]
@@ -186,7 +188,7 @@ def test_spawned_workers(tmp_path: Path, pdf_dir: Path, monkeypatch: pytest.Monk
     """The start method used when the caller runs threads (and on macOS/Windows)."""
     import multiprocessing
 
-    module = importlib.import_module("parsers.loading")
+    module = importlib.import_module("ragtools.parsers.loading")
     monkeypatch.setattr(module, "_mp_context", lambda: multiprocessing.get_context("spawn"))
     for name in ["multilang.pdf", "scan-bad.pdf", "invalid.pdf"]:
         link(pdf_dir / name, tmp_path / name)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import parsers
-from parsers import ParseError, PasswordRequiredError
-from parsers.pdf import format_pages
+from ragtools import parsers
+from ragtools.parsers import ParseError, PasswordRequiredError
+from ragtools.parsers.pdf import format_pages
 
 # file -> (pages expected, substrings that must be in the text)
 TEXT_PDFS: dict[str, tuple[int, list[str]]] = {
@@ -75,7 +75,7 @@ def test_scanned_pages_warn_and_give_nothing(
         docs = parsers.load(pdf_dir / name)
     assert docs == []
     assert parsers.split(docs) == []
-    warnings = [r.getMessage() for r in caplog.records if r.name == "parsers.pdf"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "ragtools.parsers.pdf"]
     assert len(warnings) == 1
     assert name in warnings[0] and "page(s) 1" in warnings[0]
     assert "no text layer" in warnings[0] and "OCR is out of scope" in warnings[0]

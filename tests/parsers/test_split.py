@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import parsers
-from parsers import Chunk, ConfigError, Document, split
-from parsers.normalize import normalize_text
+from ragtools import parsers
+from ragtools.parsers import Chunk, ConfigError, Document, split
+from ragtools.parsers.normalize import normalize_text
 
 WORDS = ["a", "to", "the", "retrieval", "BM25", "x" * 37, "中文", "検索", "مرحبا", "Ünï"]
 GLUE = [" ", " ", " ", "\n", "\n\n", "\n \n\n", ". ", "! ", "? ", "。", "！", "；", "\t", ",", ""]

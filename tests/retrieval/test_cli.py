@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from indexes.bm25 import BM25Index
+from ragtools.indexes.bm25 import BM25Index
 
 RAG = Path(sys.executable).with_name("rag")
 

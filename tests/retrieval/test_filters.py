@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from parsers.document import Chunk
-from parsers.errors import ConfigError
-from retrieval.filters import CompiledFilter, compile_filter, filter_mask
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.filters import CompiledFilter, compile_filter, filter_mask
 
 RECORDS: list[dict[str, Any]] = [
     {"source": "a.pdf", "page": 1, "tags": ["x", "y"], "draft": False},

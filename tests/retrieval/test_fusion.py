@@ -9,9 +9,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from parsers.document import Chunk
-from parsers.errors import ConfigError
-from retrieval.fusion import (
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.fusion import (
     FusionMethod,
     distribution_based_score_fusion,
     fuse,
@@ -20,7 +20,7 @@ from retrieval.fusion import (
     reciprocal_rank_fusion,
     relative_score_fusion,
 )
-from retrieval.hit import Hit
+from ragtools.retrieval.hit import Hit
 
 RUN_A = [("a", 10.0), ("b", 6.0), ("c", 2.0)]
 RUN_B = [("c", 0.9), ("a", 0.5), ("d", 0.1)]

@@ -23,12 +23,16 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from indexes.bundle import Index
-from parsers.errors import ConfigError, MissingDependencyError
-from retrieval.hit import Hit
-from retrieval.hybrid import HybridRetriever
-from retrieval.integrations.mcp import LIST_TOOL, build_server, http_url, serve
-from retrieval.tools.retriever_tool import MAX_QUERY_CHARS, RetrieverInput, create_retriever_tool
+from ragtools.indexes.bundle import Index
+from ragtools.parsers.errors import ConfigError, MissingDependencyError
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hybrid import HybridRetriever
+from ragtools.retrieval.integrations.mcp import LIST_TOOL, build_server, http_url, serve
+from ragtools.retrieval.tools.retriever_tool import (
+    MAX_QUERY_CHARS,
+    RetrieverInput,
+    create_retriever_tool,
+)
 
 RAG = Path(sys.executable).with_name("rag")
 ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

@@ -12,10 +12,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from parsers.document import Chunk
-from parsers.errors import ConfigError, DimensionMismatchError, MissingDependencyError
-from retrieval.hit import Hit
-from retrieval.rerank import CrossEncoderReranker, MMRReranker, Reranker
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError, DimensionMismatchError, MissingDependencyError
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.rerank import CrossEncoderReranker, MMRReranker, Reranker
 
 WORDS = [
     *("the", "a", "of", "cat", "dog", "sat", "on", "mat", "fish", "swam", "in", "sea"),

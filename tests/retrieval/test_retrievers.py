@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes.bundle import Index
-from indexes.testing import FakeEmbedder
-from parsers import ConfigError, Document
-from retrieval.base import BaseRetriever, Filter
-from retrieval.frontpage import FrontPageRetriever
-from retrieval.fusion import fuse
-from retrieval.hit import Hit
-from retrieval.hybrid import FusionMethod, HybridRetriever
-from retrieval.keyword import KeywordRetriever
-from retrieval.rerank import MMRReranker
-from retrieval.vector import VectorRetriever
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.parsers import ConfigError, Document
+from ragtools.retrieval.base import BaseRetriever, Filter
+from ragtools.retrieval.frontpage import FrontPageRetriever
+from ragtools.retrieval.fusion import fuse
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hybrid import FusionMethod, HybridRetriever
+from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.rerank import MMRReranker
+from ragtools.retrieval.vector import VectorRetriever
 
 TOPICS = ["volcano lava eruption", "glacier ice melting", "desert sand dunes", "coral reef fish"]
 
@@ -125,7 +125,7 @@ def test_row_fusion_equals_hit_list_fusion(index: Index, fusion: FusionMethod) -
 def test_hybrid_over_one_index_compiles_its_filter_once(
     index: Index, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from retrieval import base
+    from ragtools.retrieval import base
 
     compiled: list[int] = []
     real = base.filter_mask

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers.errors import ConfigError, ParseError
-from retrieval.evaluation import BeirDataset, available_splits, corpus_documents, load_beir
+from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.retrieval.evaluation import BeirDataset, available_splits, corpus_documents, load_beir
 
 
 def write_dataset(
@@ -170,7 +170,7 @@ def test_judged_documents_missing_from_corpus_are_logged(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = write_dataset(tmp_path, qrels={"test": b"q1\tghost\t1\nq1\td1\t1\n"})
-    with caplog.at_level(logging.WARNING, logger="retrieval.evaluation.beir"):
+    with caplog.at_level(logging.WARNING, logger="ragtools.retrieval.evaluation.beir"):
         dataset = load_beir(root)
     assert dataset.qrels == {"q1": {"ghost": 1, "d1": 1}}
     assert "1 judged documents are not in corpus.jsonl" in caplog.text

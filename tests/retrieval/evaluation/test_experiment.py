@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from indexes import _bm25_math
-from indexes.versions import current_version
-from retrieval.evaluation import load_beir
-from retrieval.evaluation.experiment import open_or_build
+from ragtools.indexes import _bm25_math
+from ragtools.indexes.versions import current_version
+from ragtools.retrieval.evaluation import load_beir
+from ragtools.retrieval.evaluation.experiment import open_or_build
 from tests.retrieval.evaluation.test_beir import write_dataset
 
 

@@ -10,8 +10,8 @@ import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parsers.errors import ConfigError
-from retrieval.evaluation import evaluate_run, load_beir, per_query, trec_order
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.evaluation import evaluate_run, load_beir, per_query, trec_order
 
 DOC_IDS = ["a", "b", "c", "B", "aa", "ab", "d1", "d10", "d2", "z", "é", "文", "D-9"]
 QUERY_IDS = ["q1", "q2", "q3", "q4"]
@@ -218,7 +218,7 @@ def test_bad_inputs_raise_config_errors() -> None:
 
 
 def test_public_names_are_exported() -> None:
-    import retrieval.evaluation as evaluation
+    import ragtools.retrieval.evaluation as evaluation
 
     assert sorted(evaluation.__all__) == sorted(
         [

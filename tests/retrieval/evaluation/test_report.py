@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from parsers.errors import ConfigError, MissingDependencyError
-from retrieval.evaluation import (
+from ragtools.parsers.errors import ConfigError, MissingDependencyError
+from ragtools.retrieval.evaluation import (
     SCIFACT_REFERENCE,
     build_report,
     read_trec_run,

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 import pytrec_eval
 
-import retrieval.evaluation.runner as runner_module
-from parsers.document import Chunk
-from parsers.errors import ConfigError, ParseError
-from retrieval.evaluation import (
+import ragtools.retrieval.evaluation.runner as runner_module
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.retrieval.evaluation import (
     BeirDataset,
     RunResult,
     evaluate_run,
@@ -22,7 +22,7 @@ from retrieval.evaluation import (
     run_retriever,
     write_trec_run,
 )
-from retrieval.hit import Hit
+from ragtools.retrieval.hit import Hit
 
 
 class FakeClock:
@@ -113,7 +113,7 @@ def test_exhausted_retriever_stops_and_warns(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     retriever = FakeRetriever(CHUNKED, clock)
-    with caplog.at_level(logging.WARNING, logger="retrieval.evaluation.runner"):
+    with caplog.at_level(logging.WARNING, logger="ragtools.retrieval.evaluation.runner"):
         result = run_retriever(retriever, {"q2": "beta", "q3": "empty"}, k=5, warmup=0)
     assert retriever.calls == [("beta", 10), ("empty", 10)]  # fewer hits than asked: no retry
     assert result.run == {"q2": {"E": 2.0, "F": 1.0}, "q3": {}}

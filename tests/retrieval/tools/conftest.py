@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from parsers.document import Chunk
-from retrieval.hit import Hit
+from ragtools.parsers.document import Chunk
+from ragtools.retrieval.hit import Hit
 
 
 def make_hits() -> list[Hit]:

@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-import retrieval.tools as tools_pkg
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools import (
+import ragtools.retrieval.tools as tools_pkg
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools import (
     BaseTool,
     StructuredTool,
     Tool,

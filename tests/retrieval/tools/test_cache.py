@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from parsers.errors import ConfigError
-from retrieval.tools.cache import CachedTool, ToolResultCache, cached
-from retrieval.tools.messages import ToolMessage, is_tool_call, make_tool_call
-from retrieval.tools.node import ToolsNode
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.cache import CachedTool, ToolResultCache, cached
+from ragtools.retrieval.tools.messages import ToolMessage, is_tool_call, make_tool_call
+from ragtools.retrieval.tools.node import ToolsNode
 
 
 class FakeClock:
@@ -194,7 +194,7 @@ class TestCachedTool:
         inner = CountingTool()
         node = ToolsNode([CachedTool(inner)], execute_sequentially=True)
         calls = [make_tool_call("double", {"n": 21}, id=f"c{i}") for i in range(3)]
-        with caplog.at_level(logging.DEBUG, logger="retrieval.tools"):
+        with caplog.at_level(logging.DEBUG, logger="ragtools.retrieval.tools"):
             messages = node.invoke(calls)
         assert [m.content for m in messages] == ["42", "42", "42"]
         assert [m.tool_call_id for m in messages] == ["c0", "c1", "c2"]

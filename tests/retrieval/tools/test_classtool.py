@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.classtool import FunctionTool, ModelTool
-from retrieval.tools.messages import ToolMessage, make_tool_call
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
+from ragtools.retrieval.tools.messages import ToolMessage, make_tool_call
 
 
 class Weather(FunctionTool):

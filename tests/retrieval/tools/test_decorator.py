@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from parsers.errors import ConfigError
-from retrieval.tools import BaseTool, StructuredTool, Tool, make_tool_call, tool
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools import BaseTool, StructuredTool, Tool, make_tool_call, tool
 
 
 class SearchArgs(BaseModel):

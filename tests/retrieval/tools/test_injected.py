@@ -8,8 +8,8 @@ from typing import Annotated
 import pytest
 from pydantic import BaseModel
 
-from parsers.errors import ConfigError
-from retrieval.tools import (
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools import (
     InjectedToolArg,
     InjectedToolCallId,
     StructuredTool,

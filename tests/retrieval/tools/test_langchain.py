@@ -14,10 +14,10 @@ from langchain_core.tools import tool as lc_tool_decorator
 from langchain_core.utils.function_calling import convert_to_openai_tool as lc_convert
 from pydantic import ValidationError
 
-from parsers.errors import MissingDependencyError
-from retrieval.hit import Hit
-from retrieval.integrations.langchain import to_langchain_tool
-from retrieval.tools import (
+from ragtools.parsers.errors import MissingDependencyError
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.integrations.langchain import to_langchain_tool
+from ragtools.retrieval.tools import (
     InjectedToolArg,
     InjectedToolCallId,
     ToolException,

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.classtool import FunctionTool
-from retrieval.tools.execution import (
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.classtool import FunctionTool
+from ragtools.retrieval.tools.execution import (
     AsyncInvokeEndpoint,
     InvokeEndpoint,
     StreamEndpoint,
@@ -26,9 +26,9 @@ from retrieval.tools.execution import (
     collect_messages,
     get_current_tool_call_id,
 )
-from retrieval.tools.messages import ToolCall, ToolMessage, make_tool_call
-from retrieval.tools.node import ToolsNode, tool_info
-from retrieval.tools.registry import UnknownToolError
+from ragtools.retrieval.tools.messages import ToolCall, ToolMessage, make_tool_call
+from ragtools.retrieval.tools.node import ToolsNode, tool_info
+from ragtools.retrieval.tools.registry import UnknownToolError
 
 DELAY = 0.3
 
@@ -448,7 +448,7 @@ class TestCallbacks:
         node = ToolsNode(
             [SleepyTool()], callbacks=[ToolCallbacks(on_start=broken), self._recorder(events)]
         )
-        with caplog.at_level(logging.ERROR, logger="retrieval.tools.execution"):
+        with caplog.at_level(logging.ERROR, logger="ragtools.retrieval.tools.execution"):
             [message] = node.invoke(calls(("sleepy", {"x": 1})))
         assert message.status == "success"
         assert [kind for kind, _ in events] == ["start", "end"]
@@ -684,7 +684,7 @@ class TestLangChainStyleTools:
     """The other half of issue 7: tools built with ``@tool`` run unchanged in a ToolsNode."""
 
     def test_decorated_tools(self) -> None:
-        from retrieval.tools.decorator import tool
+        from ragtools.retrieval.tools.decorator import tool
 
         @tool
         def add(a: int, b: int) -> int:

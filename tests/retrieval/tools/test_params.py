@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.params import (
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.params import (
     INVALID_JSON_MESSAGE,
     ToolInfo,
     format_result,

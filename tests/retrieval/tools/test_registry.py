@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.tools.classtool import FunctionTool
-from retrieval.tools.messages import make_tool_call
-from retrieval.tools.node import ToolsNode
-from retrieval.tools.registry import (
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.classtool import FunctionTool
+from ragtools.retrieval.tools.messages import make_tool_call
+from ragtools.retrieval.tools.node import ToolsNode
+from ragtools.retrieval.tools.registry import (
     TOOL_REGISTRY,
     ToolExecutor,
     ToolRegistry,
@@ -73,7 +73,7 @@ class TestGlobalRegistry:
     ) -> None:
         first = register_tool("dup")(_fresh())
         second = _fresh()
-        with caplog.at_level(logging.WARNING, logger="retrieval.tools.registry"):
+        with caplog.at_level(logging.WARNING, logger="ragtools.retrieval.tools.registry"):
             register_tool("dup", allow_overwrite=True)(second)
         assert registry["dup"] is second and registry["dup"] is not first
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -186,7 +186,7 @@ class TestToolExecutor:
 
         with pytest.raises(ConfigError, match="already exists"):
             executor.register("multiply")(Other)
-        with caplog.at_level(logging.WARNING, logger="retrieval.tools.registry"):
+        with caplog.at_level(logging.WARNING, logger="ragtools.retrieval.tools.registry"):
             executor.register("multiply", allow_overwrite=True)(Other)
         assert "overwriting" in caplog.text
         assert executor.execute("multiply", {}) == "other"

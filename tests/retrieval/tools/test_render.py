@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from retrieval.tools import (
+from ragtools.retrieval.tools import (
     BaseTool,
     InjectedToolArg,
     RunConfig,

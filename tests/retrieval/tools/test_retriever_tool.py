@@ -7,10 +7,10 @@ import asyncio
 import pytest
 from pydantic import ValidationError
 
-from parsers.errors import ConfigError, ToolInputError
-from retrieval.base import Retriever
-from retrieval.hit import Hit
-from retrieval.tools import (
+from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.base import Retriever
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.tools import (
     RetrieverInput,
     ToolMessage,
     convert_to_openai_tool,

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from parsers.errors import ConfigError
-from retrieval.tools import InjectedToolArg, RunConfig, create_schema_from_function
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools import InjectedToolArg, RunConfig, create_schema_from_function
 
 
 class Point(BaseModel):

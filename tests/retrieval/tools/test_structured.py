@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from parsers.errors import ConfigError
-from retrieval.tools import RunConfig, StructuredTool, make_tool_call
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools import RunConfig, StructuredTool, make_tool_call
 
 
 def add(a: int, b: int) -> int:
