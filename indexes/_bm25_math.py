@@ -1,4 +1,4 @@
-"""Array kernels behind :class:`indexes.bm25.BM25Index`: postings, BM25 weights, top-k.
+"""Array kernels behind :class:`indexes.bm25.BM25Index`: postings and BM25 weights.
 
 The index is a term-major sparse matrix (CSC of shape ``(n_rows, n_terms)``) held as three
 plain arrays: ``indptr`` (int64, ``n_terms + 1``), ``docs`` (int32 row ids, ascending within a
@@ -19,15 +19,16 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from typing import Literal, get_args
 
 import numpy as np
 import scipy.sparse as sp
 
-from ragtools.indexes._bm25_ids import available_workers, map_token_ids
 from ragtools.parsers.errors import ConfigError
 
 __all__ = [
@@ -47,7 +48,6 @@ __all__ = [
     "query_term_weight",
     "resolve_params",
     "to_postings",
-    "top_k",
 ]
 
 logger = logging.getLogger(__name__)
@@ -182,21 +182,20 @@ class RowCounts:
     lengths: np.ndarray  # int32, n_rows: tokens per row (repeats included)
 
 
-def count_rows(
-    token_lists: Sequence[Sequence[str]], vocab: Vocabulary, *, workers: int | None = None
-) -> RowCounts:
+def count_rows(token_lists: Sequence[Sequence[str]], vocab: Vocabulary) -> RowCounts:
     """Map tokens to ids (new terms get new ids) and count them per row.
 
-    The mapping is one dict probe per token, or per distinct string object when the
-    tokens repeat objects, on two processes for large batches (see
-    :mod:`indexes._bm25_ids`). Counting then goes in blocks of about :data:`_BLOCK_TOKENS`
+    The mapping is one dict probe per token (a new term gets the next id from
+    :class:`Vocabulary`). Counting then goes in blocks of about :data:`_BLOCK_TOKENS`
     tokens; scipy sums duplicate (row, term) pairs with a short sort per row, so the cost is
     linear in the token count.
     """
     n_new = len(token_lists)
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=n_new)
     ends = np.cumsum(lengths)
-    ids = map_token_ids(token_lists, lengths, vocab, workers=workers)
+    total = int(ends[-1]) if n_new else 0
+    tokens = chain.from_iterable(token_lists)
+    ids = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int32, count=total)
     cuts = (
         np.searchsorted(
             ends,
@@ -381,24 +380,10 @@ def compute_weights(
         weights[start:end] = w
 
     ranges = list(itertools.pairwise(bounds))
-    if len(ranges) > 1 and available_workers() >= 2:
+    if len(ranges) > 1 and (os.cpu_count() or 1) >= 2:
         with ThreadPoolExecutor(2, thread_name_prefix="bm25-weights") as pool:
             list(pool.map(lambda r: fill(*r), ranges))
     else:
         for t0, t1 in ranges:
             fill(t0, t1)
     return Weights(idf, weights, positive, n_negative)
-
-
-def top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best ``(row, score)`` pairs: score descending, ties by row ascending.
-
-    ``rows`` need not be sorted. Uses ``argpartition`` (linear) to find the k-th score,
-    then sorts only the rows at or above it, so ties at the boundary resolve by row.
-    """
-    if len(scores) > k:
-        kth = -np.partition(-scores, k - 1)[k - 1]
-        sel = np.flatnonzero(scores >= kth)
-        rows, scores = rows[sel], scores[sel]
-    order = np.lexsort((rows, -scores))[:k]
-    return rows[order].astype(np.int64, copy=False), scores[order]

@@ -5,12 +5,11 @@ mask), so searches in several threads never see a half-applied ``add`` or ``dele
 
 * One query: gather the postings of its terms (slices of a CSC matrix, no scipy call),
   ``np.bincount`` them into a dense score vector, keep the rows that contain a query term
-  (``sum > 0`` when every weight is positive; an explicit mask otherwise) and pick the top k
-  with one ``np.partition``.
-* A batch: the postings of a whole block of queries are gathered with one vectorised index
-  computation and summed by one ``np.bincount`` into a dense (queries x rows) matrix; the top
-  k of each row is then picked as for one query. (A scipy sparse product ``Q @ W`` was tried
-  and was slower than even one-query-at-a-time.)
+  (``sum > 0`` when every weight is positive; an explicit mask otherwise) and rank them with
+  :meth:`~indexes.ranking.Ranking.top`.
+* A batch is its queries one by one (in threads if asked): a query costs a gather and a
+  ``bincount`` over its own terms' postings, so there is nothing a second, block-wise
+  implementation could share between queries except Python overhead.
 """
 
 from __future__ import annotations
@@ -20,40 +19,20 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 
 import numpy as np
 
-from ragtools.indexes._bm25_math import Postings, Weights, query_term_weight, top_k
+from ragtools.indexes._bm25_math import Postings, Weights, query_term_weight
+from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.parsers.errors import ConfigError
 
-__all__ = [
-    "QueryTerms",
-    "Snapshot",
-    "allow_mask",
-    "check_k",
-    "dense_scores",
-    "make_blocks",
-    "query_terms",
-    "row_ids",
-    "score_block",
-    "search_one",
-    "workers",
-]
+__all__ = ["QueryTerms", "Snapshot", "dense_scores", "query_terms", "search_one", "workers"]
 
 logger = logging.getLogger(__name__)
 
 QueryTerms = tuple[list[int], Sequence[float]]
 """A query's distinct known term ids (ascending) and the weight of each: its count in the
 query, saturated by ``k3`` (:func:`indexes._bm25_math.query_term_weight`)."""
-
-# A batch block's dense score matrix has at most this many cells (512 KB of float64):
-# large temporaries cost more in page faults and cache misses than they save in calls.
-_BLOCK_CELLS = 65_536
-_MIN_BLOCK = 4  # fewer queries per block than this (large corpora): score one by one
-_SAMPLE_ABOVE = 100_000  # rows from which top-k starts from a sampled threshold
-
-_EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
 @dataclass(frozen=True)
@@ -137,154 +116,24 @@ def dense_scores(snap: Snapshot, terms: QueryTerms) -> np.ndarray:
     return scores
 
 
-def search_one(
-    snap: Snapshot, terms: QueryTerms, k: int, mask: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
+def search_one(snap: Snapshot, terms: QueryTerms, k: int, mask: Mask | None) -> Ranking:
     """Top ``k`` allowed rows containing a query term, score desc then row asc."""
     if not terms[0]:
-        return _EMPTY
+        return Ranking.empty()
     docs, values = _gather(snap, terms)
     sums = _sum_by_row(docs, values, snap.n_rows)
-    if snap.weights.positive:
-        if mask is not None:
-            sums *= mask  # a disallowed row becomes a row without a match
-        rows, scores = _top_positive(sums, k)
+    if snap.weights.positive:  # a row contains a query term exactly when its sum is > 0
+        matched = sums > 0
     else:
         matched = np.zeros(snap.n_rows, np.bool_)
         matched[docs] = True
-        if mask is not None:
-            matched &= mask
-        rows, scores = top_k(np.flatnonzero(matched), sums[matched], k)
-    if snap.plus_delta:
-        scores += snap.constant(terms)
-    return rows, scores
-
-
-def _top_positive(sums: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and values of the ``k`` largest positive entries, value desc then row asc.
-
-    A lower bound of the k-th largest value selects the candidate rows in one pass: on large
-    corpora the k-th largest of an evenly strided sample of about ``sqrt(k n)`` rows (at
-    least k rows of the full vector reach it), otherwise the exact ``np.partition`` value.
-    Only the candidates (ties included, in row order) are then partitioned and sorted,
-    stably, so ties at the k-th place resolve by row.
-    """
-    n = len(sums)
-    low, stride = 0.0, 1
-    if k < n:
-        stride = int(math.sqrt(n / k)) if n >= _SAMPLE_ABOVE else 1
-        sample = sums[::stride]
-        m = len(sample)
-        if m > k:
-            low = float(np.partition(sample, m - k)[m - k])
-    rows = np.flatnonzero(sums >= low) if low > 0 else np.flatnonzero(sums > 0)
-    values = sums[rows]
-    if len(rows) > k and stride > 1:
-        kth = np.partition(values, len(values) - k)[len(values) - k]
-        keep = np.flatnonzero(values >= kth)
-        rows, values = rows[keep], values[keep]
-    order = np.argsort(-values, kind="stable")[:k]
-    return rows[order], values[order]
-
-
-def make_blocks(snap: Snapshot, batch: list[QueryTerms]) -> list[list[QueryTerms]]:
-    """Group queries so that each block's dense score matrix stays small (cache-sized)."""
-    size = max(1, _BLOCK_CELLS // max(1, snap.n_rows))
-    return [batch[i : i + size] for i in range(0, len(batch), size)]
-
-
-def score_block(
-    snap: Snapshot, block: list[QueryTerms], k: int, mask: np.ndarray | None
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """:func:`search_one` for each query of ``block``.
-
-    With positive weights and enough queries per block, the postings of every (query, term)
-    pair are gathered with one vectorised index computation and summed into a dense
-    ``(queries, rows)`` matrix by a single ``np.bincount``: the per-cell additions happen in
-    the same order as in :func:`search_one`, so the scores are bit-identical.
-    """
-    if not snap.weights.positive or len(block) < _MIN_BLOCK:
-        return [search_one(snap, terms, k, mask) for terms in block]
-    n = snap.n_rows
-    indptr, docs, weights = snap.postings.indptr, snap.postings.docs, snap.weights.weights
-    per_query = [len(ids) for ids, _ in block]
-    n_pairs = sum(per_query)
-    terms = np.fromiter(chain.from_iterable(ids for ids, _ in block), np.int64, count=n_pairs)
-    counts = np.fromiter(chain.from_iterable(c for _, c in block), np.float64, count=n_pairs)
-    starts = indptr[terms]
-    lengths = indptr[terms + 1] - starts
-    ends = np.cumsum(lengths)
-    pos = np.arange(int(ends[-1]) if n_pairs else 0) + np.repeat(starts - ends + lengths, lengths)
-    base = np.repeat(np.arange(len(block), dtype=np.int64) * n, per_query)
-    flat = docs[pos] + np.repeat(base, lengths)
-    values = weights[pos]
-    if np.any(counts != 1):
-        values *= np.repeat(counts, lengths)
-    dense = _sum_by_row(flat, values, len(block) * n).reshape(len(block), n)
     if mask is not None:
-        dense *= mask
-    out: list[tuple[np.ndarray, np.ndarray]] = []
-    for i, query in enumerate(block):
-        if not query[0]:
-            out.append(_EMPTY)
-            continue
-        rows, scores = _top_positive(dense[i], k)
-        if snap.plus_delta:
-            scores += snap.constant(query)
-        out.append((rows, scores))
-    return out
-
-
-def row_ids(rows: object, n_rows: int, what: str) -> np.ndarray:
-    """Validate a collection of row ids; returns them as int64.
-
-    Raises:
-        ConfigError: not 1-D integers, or an id outside ``[0, n_rows)``.
-    """
-    ids = np.asarray(rows)
-    if ids.size == 0:
-        return np.zeros(0, np.int64)
-    if ids.ndim != 1 or ids.dtype.kind not in "iu":
-        msg = f"{what} must be a 1-D collection of integer row ids, got dtype {ids.dtype}"
-        raise ConfigError(msg)
-    ids = ids.astype(np.int64, copy=False)
-    outside = (ids < 0) | (ids >= n_rows)
-    if outside.any():
-        bad = int(ids[outside][0])
-        msg = f"{what} contains row {bad}, outside [0, {n_rows}); row ids come from add()"
-        raise ConfigError(msg)
-    return ids
-
-
-def allow_mask(allow: object, n_rows: int) -> np.ndarray | None:
-    """Turn ``allow`` (None, a boolean mask or row ids) into a boolean mask or None.
-
-    Raises:
-        ConfigError: a mask of the wrong shape or invalid row ids.
-    """
-    if allow is None:
-        return None
-    array = np.asarray(allow)
-    if array.dtype == np.bool_:
-        if array.shape != (n_rows,):
-            msg = f"an allow mask must have shape ({n_rows},), got {array.shape}"
-            raise ConfigError(msg)
-        return array
-    mask = np.zeros(n_rows, np.bool_)
-    mask[row_ids(array, n_rows, "allow")] = True
-    return mask
-
-
-def check_k(k: object) -> int:
-    """Validate ``k`` (an integer >= 1).
-
-    Raises:
-        ConfigError: anything else.
-    """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        msg = f"k must be an integer >= 1, got {k!r}"
-        raise ConfigError(msg)
-    return int(k)
+        matched &= mask
+    rows = np.flatnonzero(matched)
+    ranking = Ranking.top(sums[rows], k, rows)
+    if snap.plus_delta:
+        return Ranking(ranking.rows, ranking.scores + snap.constant(terms))
+    return ranking
 
 
 def workers(n_threads: int | None) -> int:

@@ -19,7 +19,8 @@ What was chosen, and why:
   rows, drops deleted rows' postings and recomputes the weights from the live rows, in time
   linear in the index size. Scores then equal a fresh build on the surviving rows. Row ids are
   stable: a deleted row keeps its id and is never reused.
-* **Results**: ``search`` returns only rows that contain at least one query term, so a filter
+* **Results**: ``search`` returns a :class:`~indexes.ranking.Ranking` of only rows that
+  contain at least one query term, so a filter
   matching 3 rows returns those 3 and no zero-score filler; BM25+ adds ``delta * idf`` to every
   row, but a row matching no term is still not returned. Order is score descending, then row
   ascending. ``get_scores`` gives every row a score; deleted rows get ``-inf``.
@@ -36,8 +37,7 @@ Example:
     >>> index = BM25Index()
     >>> index.add(["the cat sat", "a dog barked", "cats and dogs"]).tolist()
     [0, 1, 2]
-    >>> rows, scores = index.search("cat", k=2)
-    >>> rows.tolist()
+    >>> index.search("cat", k=2).rows.tolist()
     [0, 2]
 """
 
@@ -73,6 +73,7 @@ from ragtools.indexes._bm25_math import (
     resolve_params,
     to_postings,
 )
+from ragtools.indexes.ranking import Ranking, allow_mask, check_k, row_ids
 from ragtools.indexes.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
@@ -85,7 +86,8 @@ Query = str | Sequence[str]
 """A query: text (tokenized with the index's tokenizer) or an already tokenized list."""
 
 Allow = np.ndarray | Sequence[int] | Sequence[bool]
-"""A boolean mask over all rows, or a collection of allowed row ids."""
+"""A boolean mask over all rows, or a collection of allowed row ids (see
+:func:`indexes.ranking.allow_mask`)."""
 
 
 class BM25Index:
@@ -226,7 +228,7 @@ class BM25Index:
             ConfigError: a row id outside ``[0, n_rows)``.
         """
         with self._lock:
-            ids = q.row_ids(rows, self.n_rows, "rows")
+            ids = row_ids(rows, self.n_rows, "rows")
             fresh = np.unique(ids[~self._deleted[ids]])
             if len(fresh) == 0:
                 return
@@ -304,30 +306,25 @@ class BM25Index:
         snap = self._live_snapshot()
         return q.dense_scores(snap, self._terms(query, snap))
 
-    def search(
-        self, query: Query, k: int = 10, allow: Allow | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, query: Query, k: int = 10, allow: Allow | None = None) -> Ranking:
         """The ``k`` best rows for ``query`` among those containing a query term.
 
         Args:
             query: text or token list.
             k: maximum number of results (``>= 1``).
-            allow: restrict the search to these rows (boolean mask of length ``n_rows`` or
-                row ids), applied before ranking, so ``k`` results come back whenever ``k``
-                allowed rows contain a query term.
+            allow: restrict the search to these rows (see :func:`indexes.ranking.allow_mask`),
+                applied before ranking, so ``k`` results come back whenever ``k`` allowed rows
+                contain a query term.
 
         Returns:
-            ``(rows, scores)``: int64 row ids and float64 scores, score descending, ties by
-            row ascending. Empty when no allowed row contains a query term.
+            Rows and float64 scores, score descending, ties by row ascending. Empty when no
+            allowed row contains a query term.
 
         Raises:
             ConfigError: ``k < 1`` or an invalid ``allow``.
             IndexStateError: the index has no live rows.
         """
-        k = q.check_k(k)
-        snap = self._live_snapshot()
-        mask = q.allow_mask(allow, snap.n_rows)
-        return q.search_one(snap, self._terms(query, snap), k, mask)
+        return self.search_batch([query], k, allow)[0]
 
     def search_batch(
         self,
@@ -335,35 +332,29 @@ class BM25Index:
         k: int = 10,
         allow: Allow | None = None,
         n_threads: int | None = None,
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """:meth:`search` for many queries; one ``(rows, scores)`` per query, in order.
-
-        Small corpora score blocks of queries with one vectorised gather and ``bincount``
-        each; the numbers are identical to :meth:`search`'s.
+    ) -> list[Ranking]:
+        """:meth:`search` for many queries; one ranking per query, in order.
 
         Args:
             queries: texts or token lists.
             k: maximum number of results per query.
             allow: one filter applied to every query (see :meth:`search`).
-            n_threads: worker threads over blocks of queries; ``None`` or 1 runs in the
-                calling thread, -1 uses every CPU.
+            n_threads: worker threads; ``None`` or 1 runs in the calling thread, -1 uses
+                every CPU (numpy releases the GIL in the gathers and sums).
 
         Raises:
             ConfigError: ``k < 1``, an invalid ``allow`` or ``n_threads``.
             IndexStateError: the index has no live rows.
         """
-        k = q.check_k(k)
+        k = check_k(k)
         n_workers = q.workers(n_threads)
         snap = self._live_snapshot()
-        mask = q.allow_mask(allow, snap.n_rows)
+        mask = allow_mask(allow, snap.n_rows)
         terms = [self._terms(query, snap) for query in queries]
-        blocks = q.make_blocks(snap, terms)
-        if n_workers == 1 or len(blocks) == 1:
-            parts = [q.score_block(snap, block, k, mask) for block in blocks]
-        else:
-            with ThreadPoolExecutor(max_workers=n_workers) as pool:
-                parts = list(pool.map(lambda blk: q.score_block(snap, blk, k, mask), blocks))
-        return [result for part in parts for result in part]
+        if n_workers == 1 or len(terms) < 2:
+            return [q.search_one(snap, t, k, mask) for t in terms]
+        with ThreadPoolExecutor(max_workers=n_workers) as pool:
+            return list(pool.map(lambda t: q.search_one(snap, t, k, mask), terms))
 
     def _live_snapshot(self) -> q.Snapshot:
         snap = self._snapshot()

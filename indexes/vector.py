@@ -25,10 +25,11 @@ Choices:
   exact; when an approximate kind returns fewer than ``min(k, allowed)`` hits (HNSW under a
   selective filter), that query is redone exactly over the allowed rows, so k results come
   back whenever k allowed rows exist. faiss's ``-1`` padding never leaves this module.
-- Unfiltered flat searches are scored with a numpy matrix product on faiss's stored vectors
-  (zero-copy): measured about 2x faster than faiss's own flat search for one query and 2-3x
-  for batches on 2 cores, with the same exact results (see ``VectorIndex._numpy_top_k``).
-  Filtered searches and the approximate kinds use faiss with ID selectors.
+- Flat search, and the exact fallback of the approximate kinds, is one plain numpy path: a
+  matrix product of the queries with faiss's stored vectors (a zero-copy view; the allowed
+  rows gathered first under a filter), then :meth:`Ranking.top`. numpy's multi-threaded BLAS
+  beats faiss's single-threaded flat scan on a few cores, and results are exact either way.
+  The approximate kinds search with faiss and ID selectors.
 - IVF needs training. An ``ivf`` index holds its vectors in an exact flat index until it
   has ``39 * nlist`` of them (faiss's minimum of 39 training points per centroid; 10,000
   when ``nlist`` is automatic, below which exact search is as fast anyway), then trains
@@ -37,9 +38,10 @@ Choices:
 - Persistence: ``index.faiss`` (faiss's own ``write_index``), ``rows.npy`` and the manifest
   ``vector.json`` with SHA-256 checksums, verified BEFORE faiss reads a byte: a ``.faiss``
   file is native code input, so load only indexes you built (faiss issue #5400). ``mmap``
-  uses ``IO_FLAG_MMAP_IFC`` (zero-copy for all three kinds in faiss ≥ 1.10); a memory-mapped
-  index is copied into memory on its first ``add``/``delete``, because faiss aborts the
-  process when a mapped array is resized.
+  uses ``IO_FLAG_MMAP_IFC`` for ``hnsw`` and ``ivf`` (zero-copy in faiss ≥ 1.10); a flat index
+  is always read into memory, because a BLAS product over a file mapping runs several times
+  slower than over anonymous memory. A memory-mapped index is copied into memory on its first
+  ``add``/``delete``, because faiss aborts the process when a mapped array is resized.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes._persist import fsync_dir, load_npy, read_manifest, save_npy, write_manifest
+from ragtools.indexes.ranking import Mask, Ranking, allow_mask, check_k
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
 
@@ -76,24 +79,8 @@ _METRIC = "inner_product"
 _IVF_AUTO_MIN_TRAIN = 10_000
 _IVF_POINTS_PER_LIST = 39
 _BLOCK_FLOATS = 1 << 24  # similarity block of 64 MB per matrix product
-_COPY_MAPPED_BYTES = 1 << 28
-"""A memory-mapped flat index up to this size is searched from an in-memory copy: BLAS over
-faiss's file-backed mapping was 5-13x slower here (SciFact windows, 11,195 x 384: 3.2 ms a
-query against 0.24-0.6 ms from anonymous memory)."""
-
-_COPY_OWNED_BYTES = 1 << 26
-"""An in-memory flat index up to this size is searched from a numpy copy of faiss's buffer
-once it has been searched :data:`_SEARCHES_BEFORE_COPY` times since its last change.
-numpy asks the kernel for transparent huge pages for large arrays and faiss's
-``std::vector`` does not; with fewer TLB misses the matrix-vector product over the copy
-took 4-11 % less time here (SciFact, 5,183 x 384). The copy costs up to 64 MB more memory;
-the first searches after a change use faiss's buffer, so alternating adds and searches
-never pay for a copy."""
-_SEARCHES_BEFORE_COPY = 8
-_CACHE_LINE = 64
 
 Rows = npt.NDArray[np.int64]
-Scores = npt.NDArray[np.float32]
 Allow = npt.ArrayLike | None
 
 
@@ -112,62 +99,13 @@ def _positive(name: str, value: object, *, optional: bool = False) -> None:
 _NOT_FINITE = "{what} vectors contain NaN or infinity (or values too large to square)"
 
 
-_ROUNDS_TO_ONE = (1 - 2**-25, 1 + 2**-24)
-"""The doubles that round to exactly 1.0 in float32 (halfway cases round to even, to 1)."""
-
-
-def _unit(v: npt.NDArray[np.float32]) -> npt.NDArray[np.float32] | None:
-    """One vector scaled to unit length (zero stays zero); ``None`` if not finite.
-
-    Scalar arithmetic is several times cheaper than the matrix path for one vector, and
-    most embedder output already has a float32 norm of exactly 1, which needs no division
-    (dividing by 1 would change no bit). The result may be ``v`` itself: it is only read.
-    """
-    square = float(v.dot(v))  # the method skips np.dot's dispatch: half the time
-    root = math.sqrt(square)  # NaN and infinity propagate
-    low, high = _ROUNDS_TO_ONE
-    if low <= root <= high or not square:
-        return v
-    if not math.isfinite(root):
-        return None
-    out: npt.NDArray[np.float32] = v / np.float32(root)
-    return out
-
-
 def _normalise(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32] | None:
     """Rows scaled to unit length (zero rows stay zero); ``None`` if any value is not finite."""
-    if len(x) == 1:
-        one = _unit(x[0])
-        return None if one is None else np.ascontiguousarray(one[None, :])
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))
     if not np.isfinite(norms).all():  # NaN and infinity propagate into the norm
         return None
     norms[norms == 0] = 1.0
     out: npt.NDArray[np.float32] = x / norms[:, None]
-    return out
-
-
-def _aligned_copy(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    """A read-only copy of ``x`` starting on a 64-byte cache line.
-
-    numpy aligns to 16 bytes; a matrix-vector product over a copy that starts mid-line was
-    1.5-3 % slower here, which is the whole margin against a plain numpy product.
-    """
-    buffer = np.empty(x.nbytes + _CACHE_LINE, dtype=np.uint8)
-    start = -buffer.ctypes.data % _CACHE_LINE
-    out = buffer[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
-    out[...] = x
-    out.flags.writeable = False
-    return out
-
-
-def _largest(values: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.int64]:
-    """Positions of the ``k`` largest of one query's scores, best first (``k <= len``)."""
-    n = len(values)
-    # ndarray methods, not np.* wrappers: after a matrix-vector product has swept the
-    # caches, each extra Python-level call costs a few microseconds of a ~100 us query.
-    top = values.argpartition(n - k)[n - k :] if k < n else np.arange(n)
-    out: npt.NDArray[np.int64] = top[(-values[top]).argsort(kind="stable")]
     return out
 
 
@@ -177,8 +115,8 @@ class VectorIndex:
     Example:
         >>> index = VectorIndex(3)
         >>> index.add([10, 11], [[1, 0, 0], [0, 1, 0]])
-        >>> index.search([1, 0.1, 0], k=5)
-        (array([10, 11]), array([0.99503714, 0.09950372], dtype=float32))
+        >>> index.search([1, 0.1, 0], k=5).rows.tolist()
+        [10, 11]
     """
 
     def __init__(
@@ -234,7 +172,7 @@ class VectorIndex:
         self._sorted_labels: Rows = np.zeros(0, dtype=np.int64)  # their labels
         self._live_bitmap: npt.NDArray[np.uint8] | None = None
         self._xb: npt.NDArray[np.float32] | None = None  # view of stored vectors (flat, hnsw)
-        self._xb_reads = 0  # searches since _xb was made (see _COPY_OWNED_BYTES)
+        self._row_bound = 0  # 1 + the largest row ever added: the row space of ``allow``
         self._mapped = False
         self._lock = threading.RLock()
         self.model_id: str | None = None
@@ -395,6 +333,7 @@ class VectorIndex:
             else:
                 self._index.add(x)
             self._rows = np.concatenate([self._rows, row_arr])
+            self._row_bound = max(self._row_bound, int(row_arr.max()) + 1)
             merged_rows = np.concatenate([self._sorted_rows, row_arr])
             order = np.argsort(merged_rows, kind="stable")
             self._sorted_rows = merged_rows[order]
@@ -456,21 +395,10 @@ class VectorIndex:
     def _stored_vectors(self) -> npt.NDArray[np.float32]:
         """A read-only view of a flat or HNSW index's stored vectors, by label.
 
-        The view points into faiss's buffer, which ``add``/``delete`` may reallocate:
-        it is cached only until :meth:`_changed` runs. A flat index's view is replaced by
-        a copy on its :data:`_SEARCHES_BEFORE_COPY`-th use (see :data:`_COPY_OWNED_BYTES`).
+        The view points into faiss's buffer, which ``add``/``delete`` may reallocate: it is
+        cached only until :meth:`_changed` runs.
         """
-        if self._xb is not None:
-            self._xb_reads += 1
-            if (
-                self._xb_reads == _SEARCHES_BEFORE_COPY
-                and self.kind == "flat"
-                and not self._mapped  # a mapped index is copied at once, below
-                and self._xb.nbytes <= _COPY_OWNED_BYTES
-            ):
-                self._xb = _aligned_copy(self._xb)
-        else:
-            self._xb_reads = 0
+        if self._xb is None:
             faiss = self._faiss
             flat = self._index
             if self.kind == "hnsw":
@@ -479,8 +407,6 @@ class VectorIndex:
             if n == 0:
                 return np.zeros((0, self.dim), dtype=np.float32)
             view = faiss.rev_swig_ptr(flat.get_xb(), n * self.dim).reshape(n, self.dim)
-            if self._mapped and view.nbytes <= _COPY_MAPPED_BYTES:
-                view = _aligned_copy(view)  # see _COPY_MAPPED_BYTES
             view.flags.writeable = False
             self._xb = view
         return self._xb
@@ -514,18 +440,23 @@ class VectorIndex:
         return min(nlist, self.nprobe or max(16, nlist // 8))
 
     # ----------------------------------------------------------------- search
-    def search(self, vector: npt.ArrayLike, k: int, allow: Allow = None) -> tuple[Rows, Scores]:
+    @property
+    def n_rows(self) -> int:
+        """The size of the row space: 1 + the largest row ever added (0 when empty)."""
+        return self._row_bound
+
+    def search(self, vector: npt.ArrayLike, k: int, allow: Allow = None) -> Ranking:
         """Return the ``k`` rows most similar to one query vector.
 
         Args:
             vector: query of shape ``(dim,)`` (normalised here).
             k: number of results wanted; clamped to the number of candidate rows.
-            allow: optional pre-filter, either a boolean mask indexed by row (rows beyond
-                its length are excluded) or a sequence of allowed rows.
+            allow: optional pre-filter over ``range(n_rows)`` (see
+                :func:`indexes.ranking.allow_mask`).
 
         Returns:
-            ``(rows, scores)``: int64 rows and float32 cosine scores, best first, without
-            padding; exactly ``min(k, candidates)`` of them.
+            Rows and cosine scores, best first, without padding: exactly
+            ``min(k, candidates)`` of them.
 
         Raises:
             ConfigError: ``k`` is not a positive integer, or ``allow`` is malformed.
@@ -535,30 +466,10 @@ class VectorIndex:
         if q.ndim != 1:
             msg = f"search takes one vector of shape ({self.dim},), got {q.shape}; use search_batch"
             raise DimensionMismatchError(msg)
-        if allow is None and self.kind == "flat" and q.shape[0] == self.dim:
-            return self._search_flat_one(q, k)
         return self.search_batch(q[None, :], k, allow)[0]
 
-    def _search_flat_one(self, q: npt.NDArray[np.float32], k: int) -> tuple[Rows, Scores]:
-        """:meth:`search_batch`'s result for one unfiltered query on a flat index, with the
-        per-call bookkeeping cut to what one matrix-vector product needs (an agent's call)."""
-        if type(k) is not int or k < 1:
-            _positive("k", k)  # raises
-        unit = _unit(q)
-        if unit is None:
-            raise ConfigError(_NOT_FINITE.format(what="query"))
-        with self._lock:
-            k = min(k, len(self._sorted_rows))
-            if k == 0:
-                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-            sims = self._stored_vectors() @ unit
-            top = _largest(sims, k)
-            return self._rows[top], sims[top]
-
-    def search_batch(
-        self, vectors: npt.ArrayLike, k: int, allow: Allow = None
-    ) -> list[tuple[Rows, Scores]]:
-        """Search several queries at once (one BLAS matrix product for the whole batch).
+    def search_batch(self, vectors: npt.ArrayLike, k: int, allow: Allow = None) -> list[Ranking]:
+        """Search several queries at once (one BLAS product per block of queries).
 
         Args:
             vectors: queries of shape ``(n, dim)``.
@@ -566,123 +477,84 @@ class VectorIndex:
             allow: one pre-filter applied to every query (see :meth:`search`).
 
         Returns:
-            One ``(rows, scores)`` pair per query, aligned with ``vectors``.
+            One ranking per query, aligned with ``vectors``.
 
         Raises:
             ConfigError: ``k`` is not a positive integer, or ``allow`` is malformed.
             DimensionMismatchError: queries of another dimension.
         """
-        _positive("k", k)
+        k = check_k(k)
         q = self._matrix(vectors, "query")
         with self._lock:
-            mask = self._allowed_labels(allow)
+            mask = self._allowed_labels(allow_mask(allow, self._row_bound))
+            if not self._approximate():
+                return self._exact(q, mask, k)
             n_candidates = self.ntotal if mask is None else int(np.count_nonzero(mask))
             kk = min(k, n_candidates)
-            if kk == 0 or len(q) == 0:
-                empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
-                return [empty for _ in range(len(q))]
-            if mask is None and not self._approximate():
-                scores, labels = self._numpy_top_k(q, kk)
-            else:
-                params = self._search_params(mask, n_candidates)
-                scores, labels = self._index.search(q, kk, params=params)
-            scores = scores.astype(np.float32, copy=False)
-            if not (labels < 0).any():  # the common case: k real hits for every query
-                rows = self._rows[labels]
-                return [(rows[i], scores[i]) for i in range(len(q))]
-            # approximate kinds can fall short of k (faiss pads with -1): redo those exactly
-            found = np.count_nonzero(labels >= 0, axis=1)
-            rows = self._rows[np.maximum(labels, 0)]
+            if kk == 0:
+                return [Ranking.empty() for _ in range(len(q))]
+            scores, labels = self._index.search(q, kk, params=self._search_params(mask))
             out = []
             for i in range(len(q)):
-                if found[i] < kk:
-                    logger.debug("approximate search found %d < %d; exact fallback", found[i], kk)
-                    lab, sco = self._exact(q[i], mask, kk)
-                    out.append((self._rows[lab], sco))
+                found = labels[i] >= 0
+                if np.count_nonzero(found) < kk:  # HNSW under a selective filter falls short
+                    logger.debug("approximate search found fewer than %d; exact fallback", kk)
+                    out.append(self._exact(q[i : i + 1], mask, kk)[0])
                 else:
-                    out.append((rows[i], scores[i]))
+                    out.append(Ranking(self._rows[labels[i]], scores[i].astype(np.float64)))
         return out
 
     def _approximate(self) -> bool:
         return self.kind == "hnsw" or self._is_ivf()
 
-    def _numpy_top_k(
-        self, q: npt.NDArray[np.float32], k: int
-    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        """Exact top-k of a flat index by matrix product, in blocks of queries.
-
-        Measured on 2 cores (``eval/bench_vector.py``, SciFact, 5,183 x 384): numpy's
-        multi-threaded BLAS plus ``argpartition`` took about 0.12-0.3 ms per single query
-        against 0.33-0.6 ms for faiss's one-thread ``IndexFlatIP.search``, and 2-3x less
-        for a 300-query batch. (When other processes hold the cores, BLAS threads stall
-        and numpy can take 2-6 ms a query where faiss stays under 1 ms; embedding the query
-        with torch suffers from the same contention, so idle-machine speed was preferred.)
-        """
-        x = self._stored_vectors()  # flat: label == position
-        if len(q) == 1:  # matrix-vector product: the cheapest BLAS call for one query
-            sims = x @ q[0]
-            top1 = _largest(sims, k)
-            return sims[top1][None, :], top1[None, :]
-        scores = np.empty((len(q), k), dtype=np.float32)
-        labels = np.empty((len(q), k), dtype=np.int64)
-        block = max(1, _BLOCK_FLOATS // max(1, len(x)))
-        for start in range(0, len(q), block):
-            sims = q[start : start + block] @ x.T
-            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-            part = np.take_along_axis(sims, top, axis=1)
-            order = np.argsort(-part, axis=1, kind="stable")
-            labels[start : start + block] = np.take_along_axis(top, order, axis=1)
-            scores[start : start + block] = np.take_along_axis(part, order, axis=1)
-        return scores, labels
-
-    def _allowed_labels(self, allow: Allow) -> npt.NDArray[np.bool_] | None:
-        """Boolean mask over labels: allowed by ``allow`` and live; ``None`` = no filter."""
-        if allow is None:
+    def _allowed_labels(self, mask: Mask | None) -> Mask | None:
+        """A mask over rows as a mask over live labels; ``None`` = every live label."""
+        if mask is None:
             return None
-        arr = np.asarray(allow)
-        if arr.dtype == np.bool_:
-            if arr.ndim != 1:
-                msg = f"allow mask must be 1-D (one flag per row), got shape {arr.shape}"
-                raise ConfigError(msg)
-            ok = (self._rows >= 0) & (self._rows < len(arr))
-            ok[ok] = arr[self._rows[ok]]
-            return ok
-        labels, _ = self._labels_of(np.unique(self._row_array(arr, "allow")))
-        ok = np.zeros(len(self._rows), dtype=bool)
-        ok[labels] = True
+        ok = self._rows >= 0
+        ok[ok] = mask[self._rows[ok]]
         return ok
 
-    def _search_params(self, mask: npt.NDArray[np.bool_] | None, n_candidates: int) -> Any:
+    def _search_params(self, mask: Mask | None) -> Any:
         faiss = self._faiss
-        bitmap: npt.NDArray[np.uint8] | None = None
-        if mask is not None and n_candidates < len(self._rows):
-            bitmap = np.packbits(mask, bitorder="little")
-        elif self.kind == "hnsw" and n_candidates < len(self._rows):  # tombstones
-            if self._live_bitmap is None:
-                self._live_bitmap = np.packbits(self._rows >= 0, bitorder="little")
-            bitmap = self._live_bitmap
+        live = self._rows >= 0
+        allowed = live if mask is None else mask
+        bitmap = None if allowed.all() else np.packbits(allowed, bitorder="little")
         sel = faiss.IDSelectorBitmap(bitmap) if bitmap is not None else None
         if self.kind == "hnsw":
             return faiss.SearchParametersHNSW(sel=sel, efSearch=self.ef_search)
-        if self._is_ivf():
-            return faiss.SearchParametersIVF(sel=sel, nprobe=self._nprobe(self._index.nlist))
-        return faiss.SearchParameters(sel=sel) if sel is not None else None
+        return faiss.SearchParametersIVF(sel=sel, nprobe=self._nprobe(self._index.nlist))
 
-    def _exact(
-        self, q: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_] | None, k: int
-    ) -> tuple[Rows, Scores]:
-        """Exact top-k over the candidate labels, for when an approximate kind fell short."""
-        if self._is_ivf():  # visiting every list makes IVF-Flat exact
-            params = self._search_params(mask, self.ntotal if mask is None else int(mask.sum()))
+    def _exact(self, q: npt.NDArray[np.float32], mask: Mask | None, k: int) -> list[Ranking]:
+        """Exact top ``k`` of every query over the allowed live labels.
+
+        Flat and HNSW indexes keep their vectors in a flat array: a matrix product over the
+        allowed ones, a block of queries at a time. IVF lists are searched whole
+        (``nprobe = nlist`` makes IVF-Flat exact).
+        """
+        if self._is_ivf():
+            params = self._search_params(mask)
             params.nprobe = self._index.nlist
-            scores, labels = self._index.search(q[None, :], k, params=params)
-            keep = labels[0] >= 0
-            return labels[0][keep], scores[0][keep]
-        candidates = np.flatnonzero(self._rows >= 0 if mask is None else mask)
-        sims = self._stored_vectors()[candidates] @ q
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return candidates[top].astype(np.int64), sims[top].astype(np.float32)
+            n = self.ntotal if mask is None else int(np.count_nonzero(mask))
+            if n == 0:
+                return [Ranking.empty() for _ in range(len(q))]
+            scores, labels = self._index.search(q, min(k, n), params=params)
+            return [
+                Ranking(self._rows[lab[lab >= 0]], sco[lab >= 0].astype(np.float64))
+                for lab, sco in zip(labels, scores, strict=True)
+            ]
+        stored = self._stored_vectors()
+        candidates = None
+        if mask is not None or self.kind == "hnsw":  # hnsw may hold tombstones
+            candidates = np.flatnonzero(self._rows >= 0 if mask is None else mask)
+            stored = stored[candidates]
+        rows = self._rows if candidates is None else self._rows[candidates]
+        out: list[Ranking] = []
+        block = max(1, _BLOCK_FLOATS // max(1, len(stored)))
+        for start in range(0, len(q), block):
+            sims = q[start : start + block] @ stored.T
+            out += [Ranking.top(s, k, rows) for s in sims]
+        return out
 
     # ----------------------------------------------------------------- persistence
     def save(self, directory: str | os.PathLike[str], *, model_id: str | None = None) -> None:
@@ -711,6 +583,7 @@ class VectorIndex:
                 "normalized": True,
                 "ntotal": self.ntotal,
                 "n_labels": len(self._rows),
+                "n_rows": self._row_bound,
                 "model_id": model_id,
             }
             write_manifest(
@@ -779,7 +652,7 @@ class VectorIndex:
             raise IndexLoadError(path / _ROWS_FILE, f"expected {n_labels} int64 row ids")
         faiss = index._faiss
         fpath = path / _INDEX_FILE
-        flags = faiss.IO_FLAG_MMAP_IFC if mmap else 0
+        flags = faiss.IO_FLAG_MMAP_IFC if mmap and kind != "flat" else 0  # see module doc
         try:
             raw = faiss.read_index(str(fpath), flags)
         except RuntimeError as exc:
@@ -799,8 +672,10 @@ class VectorIndex:
             msg = f"holds {raw.ntotal} vectors, manifest expects {ntotal} live of {n_labels}"
             raise IndexLoadError(fpath, msg)
         index._index = raw
-        index._mapped = mmap
+        index._mapped = mmap and kind != "flat"
         index._rows = rows.copy()
+        # Saved before the row space was recorded: the largest row still held bounds it.
+        index._row_bound = int(manifest.get("n_rows", int(rows.max()) + 1 if len(rows) else 0))
         index._rebuild_lookup()
         if kind == "ivf" and index._is_ivf():
             index.nlist = int(raw.nlist)

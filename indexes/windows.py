@@ -1,4 +1,4 @@
-"""Vector windows: several embeddings per chunk, so that a long chunk is embedded whole.
+"""``WindowedVectorIndex``: several embeddings per chunk, so that a long chunk is embedded whole.
 
 Sentence-transformers models silently truncate their input (all-MiniLM-L6-v2 at 256 word
 pieces, roughly 1,000 characters of English), so one vector for a long chunk represents its
@@ -14,16 +14,20 @@ characters with 200 overlap raised the vector half's nDCG@10 from 0.660 to 0.682
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes._persist import load_npy, save_npy
+from ragtools.indexes.ranking import Mask, Ranking
+from ragtools.indexes.vector import VectorIndex, VectorKind
 from ragtools.parsers.document import Document
-from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.errors import IndexLoadError
 from ragtools.parsers.splitting import split
 
-__all__ = ["allow_mask", "best_per_owner", "split_windows"]
+__all__ = ["WindowedVectorIndex", "split_windows"]
 
 Rows = npt.NDArray[np.int64]
 
@@ -49,34 +53,106 @@ def split_windows(texts: Sequence[str], size: int, overlap: int) -> tuple[list[s
     return windows, np.asarray(owners, dtype=np.int64)
 
 
-def best_per_owner(window_rows: Rows, owners: Rows, k: int) -> Rows:
-    """Positions in a best-first window ranking of each owner's first (best) window.
+class WindowedVectorIndex:
+    """The vector half of an index: chunk rows searched through their windows' vectors.
 
-    At most ``k`` positions, in ranking order: the top ``k`` owners by their best window.
+    Args:
+        vectors: the faiss index of every window, rows ``0 .. n_windows - 1``.
+        owners: the chunk row of each window (non-decreasing), or ``None`` when every chunk
+            has exactly one window (row ``i`` is chunk ``i``).
+        n_chunks: the number of chunk rows (the row space of ``allow``).
     """
-    chunk_rows = owners[window_rows]
-    _, first = np.unique(chunk_rows, return_index=True)
-    first.sort()
-    return first[:k]
+
+    def __init__(self, vectors: VectorIndex, owners: Rows | None, n_chunks: int) -> None:
+        self.vectors = vectors
+        self.owners = owners
+        self.n_chunks = n_chunks
+
+    @classmethod
+    def build(
+        cls,
+        texts: Sequence[str],
+        embed: Callable[[list[str]], npt.NDArray[np.float32]],
+        *,
+        dim: int,
+        kind: VectorKind,
+        window: int,
+        overlap: int,
+    ) -> WindowedVectorIndex:
+        """Embed the windows of ``texts`` (one chunk each) with ``embed`` and index them."""
+        windows, owners = split_windows(texts, window, overlap)
+        vectors = VectorIndex(dim, kind=kind)
+        vectors.add(np.arange(len(windows), dtype=np.int64), embed(windows))
+        return cls(vectors, owners if len(windows) != len(texts) else None, len(texts))
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def search(self, query: npt.ArrayLike, k: int, allow: Mask | None = None) -> Ranking:
+        """The ``k`` chunk rows whose best window is most similar to ``query``.
+
+        Windows are ranked and each chunk keeps its first (best); the search goes deeper
+        until ``k`` chunks are found or every allowed window has been seen.
+        """
+        owners = self.owners
+        if owners is None:
+            return self.vectors.search(query, k, allow)
+        window_allow = None if allow is None else allow[owners]
+        available = len(owners) if window_allow is None else int(window_allow.sum())
+        fetch = min(available, -(-k * len(owners) // max(self.n_chunks, 1)) + 16)
+        while True:
+            ranked = self.vectors.search(query, max(fetch, 1), window_allow)
+            _, first = np.unique(owners[ranked.rows], return_index=True)
+            best = np.sort(first)[:k]
+            if len(best) >= k or fetch >= available:
+                return Ranking(owners[ranked.rows[best]], ranked.scores[best])
+            fetch = min(available, 2 * fetch)
+
+    def save(self, directory: Path, *, model_id: str, owners_file: str) -> list[str]:
+        """Write ``vector/`` and, when chunks have several windows, ``owners_file``; returns
+        the files written, relative to ``directory``."""
+        self.vectors.save(directory / "vector", model_id=model_id)
+        files = [f"vector/{path.name}" for path in sorted((directory / "vector").iterdir())]
+        if self.owners is not None:
+            save_npy(directory / owners_file, self.owners)
+            files.append(owners_file)
+        return files
+
+    @classmethod
+    def load(
+        cls,
+        directory: Path,
+        n_chunks: int,
+        *,
+        owners_file: str | None,
+        mmap: bool,
+        dim: int | None,
+    ) -> WindowedVectorIndex:
+        """Read what :meth:`save` wrote and check that it covers ``n_chunks`` chunk rows.
+
+        Raises:
+            IndexLoadError: an invalid owner map or a vector count that disagrees with it.
+        """
+        vectors = VectorIndex.load(directory / "vector", mmap=mmap, dim=dim)
+        owners = None if owners_file is None else _read_owners(directory / owners_file, n_chunks)
+        expected = n_chunks if owners is None else len(owners)
+        if len(vectors) != expected:
+            msg = f"the vector half has {len(vectors)} rows, expected {expected}"
+            raise IndexLoadError(directory / "vector", msg)
+        return cls(vectors, owners, n_chunks)
 
 
-def allow_mask(allow: npt.ArrayLike, n_rows: int, name: str = "allow") -> npt.NDArray[np.bool_]:
-    """A row filter (boolean mask by row, or a sequence of rows) as a mask of ``n_rows``."""
-    array = np.asarray(allow)
-    if array.dtype == np.bool_:
-        if array.ndim != 1:
-            msg = f"{name} mask must be one-dimensional, got shape {array.shape}"
-            raise ConfigError(msg)
-        mask = np.zeros(n_rows, dtype=np.bool_)
-        n = min(n_rows, len(array))
-        mask[:n] = array[:n]
-        return mask
-    if array.size == 0:
-        return np.zeros(n_rows, dtype=np.bool_)
-    if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
-        msg = f"{name} must be a boolean mask or a sequence of integer rows"
-        raise ConfigError(msg)
-    mask = np.zeros(n_rows, dtype=np.bool_)
-    rows = array[(array >= 0) & (array < n_rows)]
-    mask[rows] = True
-    return mask
+def _read_owners(path: Path, n_chunks: int) -> Rows:
+    """The window owner map, checked: int64, non-decreasing chunk rows in range."""
+    owners = load_npy(path)
+    ok = (
+        owners.ndim == 1
+        and owners.dtype == np.int64
+        and (len(owners) == 0 or (owners[0] >= 0 and owners[-1] < n_chunks))
+        and bool(np.all(np.diff(owners) >= 0))
+    )
+    if not ok:
+        msg = f"invalid window owners (shape {owners.shape}, dtype {owners.dtype})"
+        raise IndexLoadError(path, msg)
+    out: Rows = owners
+    return out

@@ -6,23 +6,23 @@ import asyncio
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.bundle import Index, IndexState
+from ragtools.indexes.ranking import Ranking, check_k
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.filters import BoolArray, filter_mask
 from ragtools.retrieval.hit import Hit
 
-__all__ = ["BaseRetriever", "Filter", "Retriever", "RowRetriever", "RowRun", "hits_from_rows"]
+__all__ = ["BaseRetriever", "Filter", "IndexRetriever", "RankedChunks", "Ranker", "Retriever"]
 
 Filter = Mapping[str, Any]
 """A metadata filter, e.g. ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
-RowRun = tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]
-"""Rows of one index and their scores, best first."""
 
 
 @runtime_checkable
@@ -55,7 +55,7 @@ class BaseRetriever(ABC):
     """
 
     def __init__(self, *, k: int = 10) -> None:
-        self.k = _check_k(k, "k")
+        self.k = check_k(k)
 
     @abstractmethod
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
@@ -72,7 +72,7 @@ class BaseRetriever(ABC):
         if not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
             raise ConfigError(msg)
-        return self._retrieve(query, self.k if k is None else _check_k(k, "k"), filter)
+        return self._retrieve(query, self.k if k is None else check_k(k), filter)
 
     async def ainvoke(
         self, query: str, *, k: int | None = None, filter: Filter | None = None
@@ -87,12 +87,53 @@ class BaseRetriever(ABC):
         return [self.invoke(query, k=k, filter=filter) for query in queries]
 
 
-class RowRetriever(BaseRetriever):
-    """A retriever that ranks the rows of one :class:`indexes.Index`, then wraps them as hits.
+@dataclass(frozen=True)
+class RankedChunks:
+    """A :class:`~indexes.ranking.Ranking` with the chunks its rows index into.
 
-    Splitting "rank rows" from "make hits" lets a hybrid over one index fuse plain
-    ``(row, score)`` runs and build hits only for the ``k`` it returns, not for every
-    candidate (a thousand per retriever by default).
+    ``keys[row]`` is a 64-bit key of ``chunks[row].id`` (the same for the same id in any
+    index), so rankings of several retrievers fuse by chunk id over integer arrays.
+    """
+
+    ranking: Ranking
+    chunks: Sequence[Chunk]
+    keys: npt.NDArray[np.int64]
+    stage: str
+
+    def hits(self, k: int | None = None) -> list[Hit]:
+        """The first ``k`` rows as ranked hits tagged with this ranking's stage.
+
+        The values are already valid (chunks from the store, float scores, ranks from 1),
+        so hits are built without re-validation.
+        """
+        ranking = self.ranking if k is None else self.ranking.head(k)
+        return [
+            Hit.model_construct(
+                chunk=self.chunks[row], score=score, rank=rank, scores={self.stage: score},
+                stage=self.stage,
+            )
+            for rank, (row, score) in enumerate(ranking.pairs(), start=1)
+        ]  # fmt: skip
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """What :class:`~retrieval.hybrid.HybridRetriever` needs of each of its retrievers."""
+
+    stage: str
+    """The key of this retriever's score in ``hit.scores``."""
+
+    def rank(self, query: str, k: int, filter: Filter | None) -> RankedChunks:
+        """The top ``k`` chunks matching ``filter``, ranked, with the chunks of the rows."""
+        ...
+
+
+class IndexRetriever(BaseRetriever):
+    """A retriever that ranks the rows of one :class:`indexes.Index`, then makes hits.
+
+    Splitting "rank rows" from "make hits" lets a hybrid fuse plain rankings and build hits
+    only for the ``k`` it returns, not for every candidate (a thousand per retriever).
+    Subclasses implement :meth:`rank_state`.
     """
 
     stage: str
@@ -102,49 +143,21 @@ class RowRetriever(BaseRetriever):
         super().__init__(k=k)
         self.index = index
 
-    def search_rows(self, query: str, k: int, filter: Filter | None) -> RowRun:
-        """The top ``k`` rows of the index matching ``filter``, best first."""
-        return self.rank_rows(query, k, self.allowed_rows(filter))
+    @classmethod
+    def from_index(cls, index: Index, *, k: int = 10) -> Self:
+        """The retriever over ``index`` returning ``k`` hits by default."""
+        return cls(index, k=k)
 
-    def allowed_rows(self, filter: Filter | None) -> BoolArray | None:
-        """The filter compiled to a mask over the index's rows (``None``: every row)."""
-        return filter_mask(filter, self.index.chunks) if filter else None
+    def rank(self, query: str, k: int, filter: Filter | None) -> RankedChunks:
+        """Rank one state of the index: rows, scores and chunks all of one version."""
+        state = self.index.state
+        allow = filter_mask(filter, state.chunks) if filter else None
+        ranking = self.rank_state(state, query, k, allow)
+        return RankedChunks(ranking, state.chunks, state.chunk_keys, self.stage)
 
     @abstractmethod
-    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> RowRun:
-        """The top ``k`` rows allowed by the mask as ``(rows, scores)`` arrays, best first.
-
-        A hybrid over one index compiles its filter once and passes the mask to each half.
-        """
-
-    def hits(self, run: RowRun) -> list[Hit]:
-        """A run of this retriever's rows as ranked hits tagged with its stage."""
-        rows, scores = run
-        pairs = list(zip(rows.tolist(), scores.tolist(), strict=True))
-        return hits_from_rows(self.index.chunks, pairs, self.stage)
+    def rank_state(self, state: IndexState, query: str, k: int, allow: BoolArray | None) -> Ranking:
+        """The top ``k`` rows of ``state`` allowed by the mask, best first."""
 
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
-        return self.hits(self.search_rows(query, k, filter))
-
-
-def _check_k(k: object, name: str) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        msg = f"{name} must be a positive integer, got {k!r}"
-        raise ConfigError(msg)
-    return k
-
-
-def hits_from_rows(
-    chunks: Sequence[Chunk], pairs: Sequence[tuple[int, float]], stage: str
-) -> list[Hit]:
-    """Turn ``(row, score)`` pairs (best first) into ranked hits tagged with ``stage``.
-
-    The values are already valid (chunks from the store, float scores, ranks from 1), so the
-    hits are built without re-validation: a hybrid query builds thousands of candidates.
-    """
-    return [
-        Hit.model_construct(
-            chunk=chunks[row], score=float(score), rank=rank, scores={stage: float(score)}
-        )
-        for rank, (row, score) in enumerate(pairs, start=1)
-    ]
+        return self.rank(query, k, filter).hits()

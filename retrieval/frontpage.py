@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.bundle import Index, IndexState
+from ragtools.indexes.ranking import Ranking
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.base import RowRetriever, RowRun
+from ragtools.retrieval.base import IndexRetriever
 from ragtools.retrieval.filters import BoolArray
 
 __all__ = ["FrontPageRetriever"]
 
 
-class FrontPageRetriever(RowRetriever):
+class FrontPageRetriever(IndexRetriever):
     """Return the first ``chunks_per_doc`` chunks of each document."""
 
     stage = "front_page"
@@ -31,14 +32,14 @@ class FrontPageRetriever(RowRetriever):
             raise ConfigError(msg)
         self.chunks_per_doc = chunks_per_doc
 
-    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> RowRun:
+    def rank_state(self, state: IndexState, query: str, k: int, allow: BoolArray | None) -> Ranking:
+        rows: list[int] = []
+        scores: list[float] = []
         seen: dict[str, int] = {}
-        picked: list[tuple[int, float]] = []
-        for row, chunk in enumerate(self.index.chunks):
+        for row, chunk in enumerate(state.chunks):
             position = seen.get(chunk.doc_id, 0) + 1
             seen[chunk.doc_id] = position
             if position <= self.chunks_per_doc and (allow is None or allow[row]):
-                picked.append((row, 1.0 / position))
-        picked.sort(key=lambda pair: (-pair[1], pair[0]))
-        rows = np.array([row for row, _ in picked[:k]], dtype=np.int64)
-        return rows, np.array([score for _, score in picked[:k]], dtype=np.float64)
+                rows.append(row)
+                scores.append(1.0 / position)
+        return Ranking.top(scores, k, np.asarray(rows, dtype=np.int64))

@@ -23,9 +23,12 @@ returns them. Choices made here, all tested against hand-computed numbers:
   (Haystack returns 0.0 here, which silently erases the run; 1.0 would rank a retriever that
   found one weak match above the best hits of every retriever with a real distribution).
 
-:func:`fuse_hits` applies the same functions to lists of :class:`~retrieval.hit.Hit`, merging
-every stage's ``scores`` and adding ``"fused"``. :func:`fuse_arrays` computes the same fused
-scores (bit for bit) over integer-keyed numpy runs, for a hybrid query's thousands of rows.
+One implementation: :func:`fuse_rankings` fuses :class:`~indexes.ranking.Ranking` objects (integer
+keys), composing a **normalisation** of each run (:data:`NORMALISERS`: reciprocal rank, min-max,
+distribution) with one **combination**, the weighted sum, as ranx's ``fuse(runs, norm=...,
+method=...)`` composes them. The chunk-id functions (:func:`fuse`,
+:func:`reciprocal_rank_fusion`, ...) and :func:`fuse_hits` are thin adapters over it: chunk ids
+become keys in sorted order, so ties still come back by chunk id.
 """
 
 from __future__ import annotations
@@ -33,22 +36,24 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NoReturn, TypeAlias, get_args
+from typing import Literal, NoReturn, TypeAlias, get_args
 
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes.ranking import Ranking, check_k
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
 
 __all__ = [
     "DEFAULT_RRF_K",
+    "NORMALISERS",
     "FusionMethod",
     "Run",
     "distribution_based_score_fusion",
     "fuse",
-    "fuse_arrays",
     "fuse_hits",
+    "fuse_rankings",
     "reciprocal_rank_fusion",
     "relative_score_fusion",
 ]
@@ -66,17 +71,39 @@ DEFAULT_RRF_K = 60
 value flattens the gap between the first ranks and the rest."""
 
 _METHODS: tuple[str, ...] = get_args(FusionMethod)
+Floats = npt.NDArray[np.float64]
 
 
-def _dedup(run: Run) -> list[tuple[str, float]]:
-    """Keep the first (best) occurrence of each chunk id, in order."""
-    seen: set[str] = set()
-    unique: list[tuple[str, float]] = []
-    for chunk_id, score in run:
-        if chunk_id not in seen:
-            seen.add(chunk_id)
-            unique.append((chunk_id, float(score)))
-    return unique
+def _reciprocal_ranks(scores: Floats, rrf_k: float) -> Floats:
+    out: Floats = 1.0 / (rrf_k + np.arange(1, len(scores) + 1, dtype=np.float64))
+    return out
+
+
+def _min_max(scores: Floats, rrf_k: float) -> Floats:
+    low, high = float(scores.min()), float(scores.max())
+    if high == low:
+        return np.ones_like(scores)
+    out: Floats = (scores - low) / (high - low)
+    return out
+
+
+def _distribution(scores: Floats, rrf_k: float) -> Floats:
+    if float(scores.max()) == float(scores.min()):
+        return np.full_like(scores, 0.5)
+    mean = math.fsum(scores.tolist()) / len(scores)
+    deviations = scores - mean
+    std = math.sqrt(math.fsum((deviations * deviations).tolist()) / len(scores))
+    low = mean - 3 * std
+    out: Floats = np.clip((scores - low) / (6 * std), 0.0, 1.0)
+    return out
+
+
+NORMALISERS: dict[str, Callable[[Floats, float], Floats]] = {
+    "rrf": _reciprocal_ranks,
+    "relative_score": _min_max,
+    "dbsf": _distribution,
+}
+"""Each method's normalisation of one run's scores (best first); ``rrf`` reads only ranks."""
 
 
 def _check_weights(weights: Sequence[float] | None, n_runs: int) -> list[float]:
@@ -103,31 +130,10 @@ def _check_weights(weights: Sequence[float] | None, n_runs: int) -> list[float]:
     return values
 
 
-def _active_runs(
-    runs: Sequence[Run], weights: Sequence[float] | None
-) -> list[tuple[float, list[tuple[str, float]]]]:
-    """Validated ``(weight, deduplicated run)`` pairs, without zero-weight or empty runs."""
-    checked = _check_weights(weights, len(runs))
-    active = []
-    for weight, run in zip(checked, runs, strict=True):
-        unique = _dedup(run)
-        if weight > 0 and unique:
-            active.append((weight, unique))
-    return active
-
-
-def _check_scores(run: list[tuple[str, float]]) -> None:
-    bad = [(cid, s) for cid, s in run if not math.isfinite(s)]
-    if bad:
-        msg = (
-            f"score fusion needs finite scores, got {bad[:3]!r}; drop those entries or "
-            "use method='rrf', which only reads ranks"
-        )
-        raise ConfigError(msg)
-
-
-def _check_rrf_k(rrf_k: float) -> None:
-    if isinstance(rrf_k, bool) or not math.isfinite(rrf_k) or rrf_k < 0:
+def _check_method(method: object, rrf_k: float) -> None:
+    if method not in _METHODS:
+        _unknown_method(method)
+    if method == "rrf" and (isinstance(rrf_k, bool) or not math.isfinite(rrf_k) or rrf_k < 0):
         msg = f"rrf_k must be a finite number >= 0, got {rrf_k!r}; the usual value is 60"
         raise ConfigError(msg)
 
@@ -137,8 +143,84 @@ def _unknown_method(method: object) -> NoReturn:
     raise ConfigError(msg)
 
 
-def _sorted(fused: dict[str, float]) -> list[tuple[str, float]]:
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+def fuse_rankings(
+    method: FusionMethod,
+    rankings: Sequence[Ranking],
+    *,
+    weights: Sequence[float] | None = None,
+    rrf_k: float = DEFAULT_RRF_K,
+) -> Ranking:
+    """Fuse rankings of distinct keys: ``Σ_i w_i · normalise(run_i)(key)``, best first.
+
+    A key missing from a run gets 0 from it; a run of weight 0 contributes neither scores
+    nor keys. Ties come back by key ascending (every :class:`Ranking` does).
+
+    Raises:
+        ConfigError: unknown method, bad weights or ``rrf_k``, or a NaN or infinite score
+            for a score-based method.
+    """
+    _check_method(method, rrf_k)
+    normalise = NORMALISERS[method]
+    keys: list[npt.NDArray[np.int64]] = []
+    values: list[Floats] = []
+    for weight, ranking in zip(_check_weights(weights, len(rankings)), rankings, strict=True):
+        if weight <= 0 or len(ranking.rows) == 0:
+            continue
+        scores = np.asarray(ranking.scores, dtype=np.float64)
+        if method != "rrf" and not np.isfinite(scores).all():
+            msg = (
+                "score fusion needs finite scores; drop those entries or use "
+                "method='rrf', which only reads ranks"
+            )
+            raise ConfigError(msg)
+        keys.append(ranking.rows)
+        values.append(weight * normalise(scores, rrf_k))
+    if not keys:
+        return Ranking.empty()
+    unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+    sums = np.bincount(inverse, weights=np.concatenate(values), minlength=len(unique))
+    return Ranking.top(sums, len(unique), unique)
+
+
+def _keyed(runs: Sequence[Run]) -> tuple[list[str], list[Ranking]]:
+    """Chunk-id runs as rankings of keys in sorted-id order, each run deduplicated."""
+    ids = sorted({chunk_id for run in runs for chunk_id, _ in run})
+    key = {chunk_id: i for i, chunk_id in enumerate(ids)}
+    rankings = []
+    for run in runs:
+        first: dict[str, float] = {}
+        for chunk_id, score in run:
+            first.setdefault(chunk_id, float(score))
+        rows = np.fromiter((key[c] for c in first), np.int64, count=len(first))
+        rankings.append(Ranking(rows, np.fromiter(first.values(), np.float64, count=len(first))))
+    return ids, rankings
+
+
+def fuse(
+    method: FusionMethod,
+    runs: Sequence[Run],
+    *,
+    weights: Sequence[float] | None = None,
+    rrf_k: float = DEFAULT_RRF_K,
+) -> list[tuple[str, float]]:
+    """Fuse ranked runs with the named method.
+
+    Args:
+        method: ``"rrf"``, ``"relative_score"`` or ``"dbsf"``.
+        runs: ranked runs, each ``(chunk_id, score)`` pairs sorted best first.
+        weights: one non-negative multiplier per run; ``None`` means 1.0 each; 0 drops a run.
+        rrf_k: RRF's constant; only read by ``"rrf"``.
+
+    Returns:
+        ``(chunk_id, fused_score)`` pairs, higher is better, sorted by ``(-score, chunk_id)``.
+
+    Raises:
+        ConfigError: unknown method or bad arguments.
+    """
+    _check_method(method, rrf_k)
+    ids, rankings = _keyed(runs)
+    fused = fuse_rankings(method, rankings, weights=weights, rrf_k=rrf_k)
+    return [(ids[key], score) for key, score in fused.pairs()]
 
 
 def reciprocal_rank_fusion(
@@ -167,45 +249,7 @@ def reciprocal_rank_fusion(
         >>> reciprocal_rank_fusion([[("a", 9.0), ("b", 5.0)], [("b", 0.8)]])
         [('b', 0.03252247488101534), ('a', 0.01639344262295082)]
     """
-    _check_rrf_k(rrf_k)
-    fused: dict[str, float] = {}
-    for weight, run in _active_runs(runs, weights):
-        for rank, (chunk_id, _score) in enumerate(run, start=1):
-            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (rrf_k + rank)
-    return _sorted(fused)
-
-
-def _minmax(run: list[tuple[str, float]]) -> dict[str, float]:
-    scores = [s for _, s in run]
-    low, high = min(scores), max(scores)
-    if high == low:
-        return {cid: 1.0 for cid, _ in run}
-    return {cid: (s - low) / (high - low) for cid, s in run}
-
-
-def _distribution(run: list[tuple[str, float]]) -> dict[str, float]:
-    scores = [s for _, s in run]
-    if max(scores) == min(scores):
-        return {cid: 0.5 for cid, _ in run}
-    mean = math.fsum(scores) / len(scores)
-    # (s - mean) * (s - mean), not ** 2: pow and numpy's square may round differently, and
-    # fuse_arrays must give the same floats.
-    std = math.sqrt(math.fsum((s - mean) * (s - mean) for s in scores) / len(scores))
-    low = mean - 3 * std
-    return {cid: min(1.0, max(0.0, (s - low) / (6 * std))) for cid, s in run}
-
-
-def _score_fusion(
-    runs: Sequence[Run],
-    weights: Sequence[float] | None,
-    normalise: Callable[[list[tuple[str, float]]], dict[str, float]],
-) -> list[tuple[str, float]]:
-    fused: dict[str, float] = {}
-    for weight, run in _active_runs(runs, weights):
-        _check_scores(run)
-        for chunk_id, value in normalise(run).items():
-            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight * value
-    return _sorted(fused)
+    return fuse("rrf", runs, weights=weights, rrf_k=rrf_k)
 
 
 def relative_score_fusion(
@@ -231,7 +275,7 @@ def relative_score_fusion(
         >>> relative_score_fusion([[("a", 3.0), ("b", 1.0)], [("b", 0.9), ("c", 0.5)]])
         [('a', 1.0), ('b', 1.0), ('c', 0.0)]
     """
-    return _score_fusion(runs, weights, _minmax)
+    return fuse("relative_score", runs, weights=weights)
 
 
 def distribution_based_score_fusion(
@@ -255,44 +299,7 @@ def distribution_based_score_fusion(
     Raises:
         ConfigError: bad weights, or a NaN/infinite score.
     """
-    return _score_fusion(runs, weights, _distribution)
-
-
-def fuse(
-    method: FusionMethod,
-    runs: Sequence[Run],
-    *,
-    weights: Sequence[float] | None = None,
-    rrf_k: float = DEFAULT_RRF_K,
-) -> list[tuple[str, float]]:
-    """Fuse ranked runs with the named method.
-
-    Args:
-        method: ``"rrf"``, ``"relative_score"`` or ``"dbsf"``.
-        runs: ranked runs, each ``(chunk_id, score)`` pairs sorted best first.
-        weights: one non-negative multiplier per run; ``None`` means 1.0 each; 0 drops a run.
-        rrf_k: RRF's constant; only read by ``"rrf"``.
-
-    Returns:
-        ``(chunk_id, fused_score)`` pairs, higher is better, sorted by ``(-score, chunk_id)``.
-
-    Raises:
-        ConfigError: unknown method or bad arguments.
-    """
-    if method == "rrf":
-        return reciprocal_rank_fusion(runs, weights=weights, rrf_k=rrf_k)
-    if method == "relative_score":
-        return relative_score_fusion(runs, weights=weights)
-    if method == "dbsf":
-        return distribution_based_score_fusion(runs, weights=weights)
-    _unknown_method(method)
-
-
-def _stage_scores(hit: Hit, fallback: str) -> dict[str, float]:
-    """``hit.scores``, plus ``hit.score`` under ``fallback`` if no stage holds it."""
-    if hit.score in hit.scores.values():
-        return dict(hit.scores)
-    return {**hit.scores, fallback: hit.score}
+    return fuse("dbsf", runs, weights=weights)
 
 
 def fuse_hits(
@@ -307,9 +314,9 @@ def fuse_hits(
 
     Each list is read as a run of ``(hit.chunk_id, hit.score)``. The result keeps every
     stage's score: a fused hit's ``scores`` merges the ``scores`` of its input hits (the first
-    list that has a key wins; a hit whose ``score`` is under no key adds it as ``"run_<i>"``,
-    ``i`` its list's position) and adds ``"fused"``; ``score`` is the fused score and ``rank``
-    runs 1, 2, ... Lists of weight 0 contribute neither hits nor scores.
+    list that has a key wins; each hit's own ``score`` counts under its ``stage``) and adds
+    ``"fused"``, its ``stage``; ``score`` is the fused score and ``rank`` runs 1, 2, ... Lists
+    of weight 0 contribute neither hits nor scores.
 
     Args:
         method: ``"rrf"``, ``"relative_score"`` or ``"dbsf"``.
@@ -324,101 +331,33 @@ def fuse_hits(
     Raises:
         ConfigError: unknown method, bad weights or ``k < 1``.
     """
-    if k is not None and k < 1:
-        msg = f"k must be >= 1 or None, got {k!r}"
-        raise ConfigError(msg)
-    runs = [[(hit.chunk.id, hit.score) for hit in hits] for hits in hit_lists]
-    fused = fuse(method, runs, weights=weights, rrf_k=rrf_k)
     if k is not None:
-        fused = fused[:k]
+        check_k(k)
+    checked = _check_weights(weights, len(hit_lists))
+    fused = fuse(
+        method,
+        [[(hit.chunk.id, hit.score) for hit in hits] for hits in hit_lists],
+        weights=weights,
+        rrf_k=rrf_k,
+    )[:k]
     wanted = {chunk_id for chunk_id, _ in fused}
     first: dict[str, Hit] = {}
     merged: dict[str, dict[str, float]] = {}
-    checked = _check_weights(weights, len(runs))
-    for index, (weight, hits) in enumerate(zip(checked, hit_lists, strict=True)):
-        if weight == 0:
-            continue
-        for hit in hits:
-            if hit.chunk.id not in wanted:
-                continue
-            first.setdefault(hit.chunk_id, hit)
-            stage_scores = merged.setdefault(hit.chunk_id, {})
-            for name, value in _stage_scores(hit, f"run_{index}").items():
-                stage_scores.setdefault(name, value)
-    result = [
+    for weight, hits in zip(checked, hit_lists, strict=True):
+        for hit in hits if weight > 0 else ():
+            if hit.chunk_id in wanted:
+                first.setdefault(hit.chunk_id, hit)
+                stages = merged.setdefault(hit.chunk_id, {})
+                for name, value in {hit.stage: hit.score, **hit.scores}.items():
+                    stages.setdefault(name, value)
+    logger.debug("fused %d lists with %s into %d hits", len(hit_lists), method, len(fused))
+    return [
         Hit(
             chunk=first[chunk_id].chunk,
             score=score,
             rank=rank,
             scores={**merged[chunk_id], "fused": score},
+            stage="fused",
         )
         for rank, (chunk_id, score) in enumerate(fused, start=1)
     ]
-    logger.debug("fused %d lists with %s into %d hits", len(hit_lists), method, len(result))
-    return result
-
-
-def fuse_arrays(
-    method: FusionMethod,
-    runs: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.floating[Any]]]],
-    *,
-    weights: Sequence[float] | None = None,
-    rrf_k: float = DEFAULT_RRF_K,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """:func:`fuse` over runs given as ``(keys, scores)`` arrays of *distinct* integer keys.
-
-    The fused scores equal :func:`fuse`'s exactly (same operations in the same order, summed
-    run by run); only the output differs: every fused key in ascending order with its score,
-    unsorted by score, so the caller ranks just the top it needs.
-
-    Raises:
-        ConfigError: as :func:`fuse`: unknown method, bad weights or ``rrf_k``, or a NaN or
-            infinite score for a score-based method.
-    """
-    if method not in _METHODS:
-        _unknown_method(method)
-    if method == "rrf":
-        _check_rrf_k(rrf_k)
-    checked = _check_weights(weights, len(runs))
-    keys: list[npt.NDArray[np.int64]] = []
-    values: list[npt.NDArray[np.float64]] = []
-    for weight, (run_keys, run_scores) in zip(checked, runs, strict=True):
-        if weight <= 0 or len(run_keys) == 0:
-            continue
-        scores = np.asarray(run_scores, dtype=np.float64)
-        if method == "rrf":
-            values.append(weight / (rrf_k + np.arange(1, len(scores) + 1, dtype=np.float64)))
-        else:
-            if not np.isfinite(scores).all():
-                msg = (
-                    "score fusion needs finite scores; drop those entries or use "
-                    "method='rrf', which only reads ranks"
-                )
-                raise ConfigError(msg)
-            normalise = _minmax_array if method == "relative_score" else _distribution_array
-            values.append(weight * normalise(scores))
-        keys.append(np.asarray(run_keys, dtype=np.int64))
-    if not keys:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-    # bincount adds in input order, run after run: the same sums as fuse()'s dict.
-    sums = np.bincount(inverse, weights=np.concatenate(values), minlength=len(unique))
-    fused: npt.NDArray[np.float64] = np.asarray(sums, dtype=np.float64)
-    return unique, fused
-
-
-def _minmax_array(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    low, high = float(scores.min()), float(scores.max())
-    if high == low:
-        return np.ones_like(scores)
-    return (scores - low) / (high - low)
-
-
-def _distribution_array(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    if float(scores.max()) == float(scores.min()):
-        return np.full_like(scores, 0.5)
-    mean = math.fsum(scores.tolist()) / len(scores)
-    deviations = scores - mean
-    std = math.sqrt(math.fsum((deviations * deviations).tolist()) / len(scores))
-    low = mean - 3 * std
-    return np.clip((scores - low) / (6 * std), 0.0, 1.0)

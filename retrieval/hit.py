@@ -20,6 +20,8 @@ class Hit(BaseModel):
         scores: the score of every stage that produced this hit, keyed by stage name
             (``bm25``, ``vector``, ``fused``, ``rerank``, ...): nothing that explains a
             result is thrown away.
+        stage: the stage that produced ``score`` (``score == scores[stage]``), said
+            explicitly rather than guessed from equal floats.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -28,6 +30,7 @@ class Hit(BaseModel):
     score: float
     rank: int = Field(ge=1)
     scores: dict[str, float] = {}
+    stage: str
 
     @property
     def chunk_id(self) -> str:

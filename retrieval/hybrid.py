@@ -1,8 +1,11 @@
 """Hybrid retrieval: run several retrievers concurrently, fuse by chunk id, optionally rerank.
 
-Each retriever is asked for ``candidate_k`` hits with the same filter; their ranked runs are
-fused by :func:`retrieval.fusion.fuse` (weights really apply; a weight of 0 removes a
-retriever), keyed by chunk id, never by text. Every stage's score survives in
+Each retriever is asked for its ``candidate_k`` best rows with the same filter (the
+:class:`~retrieval.base.Ranker` protocol: a ranking plus the chunks of its rows); the rankings
+are fused by :func:`retrieval.fusion.fuse_rankings` keyed by chunk id (a 64-bit key of the id,
+never the text; weights really apply; a weight of 0 removes a retriever), and hits are built
+for the ``k`` returned only. One path, whether the retrievers share an index or not; ties in
+the fused score come back in key order. Every stage's score survives in
 ``hit.scores``: ``bm25``, ``vector``, ..., then ``fused`` and, with a reranker, ``rerank``.
 
 Defaults (``relative_score`` fusion, weights 0.6 for BM25 and 0.4 for vectors, 1,000
@@ -16,32 +19,25 @@ queries; before BM25 saturated repeated query terms (``k3``), 0.4 / 0.6 was on t
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from ragtools.indexes.bundle import Index
+from ragtools.indexes.ranking import Ranking, check_k
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.base import BaseRetriever, Filter, Retriever, RowRetriever, RowRun, _check_k
-from ragtools.retrieval.fusion import fuse_arrays, fuse_hits
+from ragtools.retrieval.base import BaseRetriever, Filter, RankedChunks, Ranker
+from ragtools.retrieval.fusion import DEFAULT_RRF_K, FusionMethod, _check_method, fuse_rankings
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.keyword import KeywordRetriever
 from ragtools.retrieval.rerank import Reranker
 from ragtools.retrieval.vector import VectorRetriever
 
-__all__ = [
-    "DEFAULT_CANDIDATE_K",
-    "DEFAULT_FUSION",
-    "DEFAULT_WEIGHTS",
-    "FusionMethod",
-    "HybridRetriever",
-]
+__all__ = ["DEFAULT_CANDIDATE_K", "DEFAULT_FUSION", "DEFAULT_WEIGHTS", "HybridRetriever"]
 
-FusionMethod = Literal["rrf", "relative_score", "dbsf"]
 _T = TypeVar("_T")
 
 DEFAULT_FUSION: FusionMethod = "relative_score"
@@ -52,26 +48,27 @@ DEFAULT_CANDIDATE_K = 1000
 
 
 class HybridRetriever(BaseRetriever):
-    """Fuse the results of several retrievers.
+    """Fuse the rankings of several retrievers.
 
     Args:
-        retrievers: the retrievers to run (concurrently, in threads).
+        retrievers: the retrievers to run (concurrently, in threads); each follows the
+            :class:`~retrieval.base.Ranker` protocol (every retriever of this package does).
         weights: one non-negative weight per retriever (default: equal).
         fusion: ``"rrf"`` (reciprocal rank fusion), ``"relative_score"`` (min-max) or
             ``"dbsf"`` (distribution-based score fusion).
         rrf_k: the RRF constant (60, after Cormack et al. 2009).
-        candidate_k: how many hits each retriever contributes before fusion.
+        candidate_k: how many rows each retriever contributes before fusion.
         reranker: reranks the fused candidates (e.g. a cross-encoder), optional.
         k: default number of hits returned.
     """
 
     def __init__(
         self,
-        retrievers: Sequence[Retriever],
+        retrievers: Sequence[Ranker],
         *,
         weights: Sequence[float] | None = None,
         fusion: FusionMethod = DEFAULT_FUSION,
-        rrf_k: int = 60,
+        rrf_k: float = DEFAULT_RRF_K,
         candidate_k: int = DEFAULT_CANDIDATE_K,
         reranker: Reranker | None = None,
         k: int = 10,
@@ -80,20 +77,25 @@ class HybridRetriever(BaseRetriever):
         if not retrievers:
             msg = "HybridRetriever needs at least one retriever"
             raise ConfigError(msg)
+        for retriever in retrievers:
+            if not isinstance(retriever, Ranker):
+                msg = (
+                    f"{type(retriever).__name__} cannot be fused: a hybrid's retrievers need "
+                    "rank(query, k, filter) -> RankedChunks and a stage (see retrieval.Ranker)"
+                )
+                raise ConfigError(msg)
         if weights is not None and len(weights) != len(retrievers):
             msg = f"got {len(weights)} weights for {len(retrievers)} retrievers"
             raise ConfigError(msg)
         if weights is not None and (min(weights) < 0 or sum(weights) <= 0):
             msg = f"weights must be non-negative and not all zero, got {list(weights)}"
             raise ConfigError(msg)
-        if fusion not in ("rrf", "relative_score", "dbsf"):
-            msg = f"unknown fusion {fusion!r}; use 'rrf', 'relative_score' or 'dbsf'"
-            raise ConfigError(msg)
+        _check_method(fusion, rrf_k)
         self.retrievers = list(retrievers)
         self.weights = list(weights) if weights is not None else None
         self.fusion: FusionMethod = fusion
         self.rrf_k = rrf_k
-        self.candidate_k = _check_k(candidate_k, "candidate_k")
+        self.candidate_k = check_k(candidate_k, "candidate_k")
         self.reranker = reranker
         self._pool = ThreadPoolExecutor(max_workers=len(self.retrievers))
 
@@ -107,7 +109,7 @@ class HybridRetriever(BaseRetriever):
         **options: object,
     ) -> HybridRetriever:
         """BM25 + vector over one index (or whichever half it has) with tuned defaults."""
-        retrievers: list[Retriever] = []
+        retrievers: list[Ranker] = []
         if index.bm25 is not None:
             retrievers.append(KeywordRetriever(index))
         if index.vector is not None:
@@ -120,16 +122,15 @@ class HybridRetriever(BaseRetriever):
         depth = max(k, self.candidate_k)
         weights = self.weights or [1.0] * len(self.retrievers)
         active = [(r, w) for r, w in zip(self.retrievers, weights, strict=True) if w > 0]
-        if self.reranker is None and all(isinstance(r, RowRetriever) for r, _ in active):
-            row_retrievers = [(r, w) for r, w in active if isinstance(r, RowRetriever)]
-            return self._fuse_rows(query, k, depth, filter, row_retrievers)
-        hit_lists = self._concurrently(
-            [functools.partial(r.invoke, query, k=depth, filter=filter) for r, _ in active]
+        ranked = self._concurrently(
+            [lambda r=r: r.rank(query, depth, filter) for r, _ in active]  # type: ignore[misc]
+        )
+        runs = [_by_key(one) for one in ranked]
+        fused = fuse_rankings(
+            self.fusion, [run for run, _ in runs], weights=[w for _, w in active], rrf_k=self.rrf_k
         )
         keep = depth if self.reranker is not None else k
-        hits = fuse_hits(
-            self.fusion, hit_lists, weights=[w for _, w in active], rrf_k=self.rrf_k, k=keep
-        )
+        hits = _hits(fused.head(keep), ranked, runs)
         if self.reranker is not None:
             hits = self.reranker.rerank(query, hits, k=k)
         return hits[:k]
@@ -141,75 +142,34 @@ class HybridRetriever(BaseRetriever):
         first = calls[0]()
         return [first, *(future.result() for future in futures)]
 
-    def _fuse_rows(
-        self,
-        query: str,
-        k: int,
-        depth: int,
-        filter: Filter | None,
-        active: Sequence[tuple[RowRetriever, float]],
-    ) -> list[Hit]:
-        """The same fusion over ``(rows, scores)`` arrays, with hits built for the top k only.
 
-        Equal to fusing the retrievers' hit lists (tested), without building and discarding
-        ``depth`` hits (or ``(row, score)`` pairs) per retriever, which was most of a hybrid
-        query's time.
-        """
-        index = active[0][0].index
-        weights = [w for _, w in active]
-        if all(r.index is index for r, _ in active):
-            allow = active[0][0].allowed_rows(filter)  # one filter mask for all of them
-            runs = self._concurrently(
-                [functools.partial(r.rank_rows, query, depth, allow) for r, _ in active]
-            )
-            if index.chunk_ids_unique():
-                top = self._fuse_one_index(index.chunks, runs, weights, k)
-                return [
-                    Hit(
-                        chunk=index.chunks[row],
-                        score=score,
-                        rank=rank,
-                        scores={**_stage_scores(row, active, runs), "fused": score},
-                    )
-                    for rank, (row, score) in enumerate(top, start=1)
-                ]
-        else:
-            runs = self._concurrently(
-                [functools.partial(r.search_rows, query, depth, filter) for r, _ in active]
-            )
-        # Several indexes, or a chunk id on several rows: fuse hits keyed by chunk id.
-        hit_lists = [r.hits(run) for (r, _), run in zip(active, runs, strict=True)]
-        return fuse_hits(self.fusion, hit_lists, weights=weights, rrf_k=self.rrf_k, k=k)
+def _by_key(ranked: RankedChunks) -> tuple[Ranking, np.ndarray]:
+    """The ranking over chunk keys (a chunk on two rows keeps its best), and its rows."""
+    keys = ranked.keys[ranked.ranking.rows]
+    _, first = np.unique(keys, return_index=True)
+    first.sort()
+    rows = ranked.ranking.rows[first]
+    return Ranking(keys[first], ranked.ranking.scores[first]), rows
 
-    def _fuse_one_index(
-        self,
-        chunks: Sequence[Chunk],
-        runs: Sequence[RowRun],
-        weights: Sequence[float],
-        k: int,
-    ) -> list[tuple[int, float]]:
-        """Top ``k`` ``(row, fused)`` by numpy fusion keyed by row (every row a chunk id of
-        its own), ranked as the chunk-id fusion ranks them."""
-        rows, scores = fuse_arrays(self.fusion, runs, weights=weights, rrf_k=self.rrf_k)
-        if len(scores) > k:  # everything tied with the k-th score competes on chunk id
-            neg = -scores
-            keep = np.flatnonzero(neg <= np.partition(neg, k - 1)[k - 1])
-        else:
-            keep = np.arange(len(scores))
-        ranked = sorted(
-            ((chunks[int(rows[i])].id, int(rows[i]), float(scores[i])) for i in keep),
-            key=lambda t: (-t[2], t[0]),
+
+def _hits(
+    fused: Ranking, ranked: Sequence[RankedChunks], runs: Sequence[tuple[Ranking, np.ndarray]]
+) -> list[Hit]:
+    """Hits for the fused keys: each one's chunk from the first retriever that ranked it,
+    and the score every retriever gave it."""
+    chunk_of: dict[int, Chunk] = {}
+    stages: dict[int, dict[str, float]] = {int(key): {} for key in fused.rows.tolist()}
+    for source, (run, rows) in zip(ranked, runs, strict=True):
+        where = np.flatnonzero(np.isin(run.rows, fused.rows))
+        for key, row, score in zip(
+            run.rows[where].tolist(), rows[where].tolist(), run.scores[where].tolist(), strict=True
+        ):
+            chunk_of.setdefault(key, source.chunks[row])
+            stages[key].setdefault(source.stage, score)
+    return [
+        Hit.model_construct(
+            chunk=chunk_of[key], score=score, rank=rank, scores={**stages[key], "fused": score},
+            stage="fused",
         )
-        return [(row, score) for _, row, score in ranked[:k]]
-
-
-def _stage_scores(
-    row: int, active: Sequence[tuple[RowRetriever, float]], runs: Sequence[RowRun]
-) -> dict[str, float]:
-    """Each retriever's own score for ``row``, for those that ranked it."""
-    stages: dict[str, float] = {}
-    for (retriever, _), (rows, scores) in zip(active, runs, strict=True):
-        where = np.flatnonzero(rows == row)
-        if len(where):
-            stages.setdefault(retriever.stage, float(scores[where[0]]))
-    return stages
+        for rank, (key, score) in enumerate(fused.pairs(), start=1)
+    ]  # fmt: skip

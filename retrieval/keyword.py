@@ -7,16 +7,18 @@ whenever ``k`` matching chunks contain a query term.
 
 from __future__ import annotations
 
-from ragtools.retrieval.base import RowRetriever, RowRun
+from ragtools.indexes.bundle import IndexState
+from ragtools.indexes.ranking import Ranking
+from ragtools.retrieval.base import IndexRetriever
 from ragtools.retrieval.filters import BoolArray
 
 __all__ = ["KeywordRetriever"]
 
 
-class KeywordRetriever(RowRetriever):
+class KeywordRetriever(IndexRetriever):
     """BM25 search over an index's keyword half."""
 
     stage = "bm25"
 
-    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> RowRun:
-        return self.index.keyword_rows(query, k, allow=allow)
+    def rank_state(self, state: IndexState, query: str, k: int, allow: BoolArray | None) -> Ranking:
+        return state.keyword_ranking(query, k, allow)

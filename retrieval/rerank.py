@@ -115,13 +115,11 @@ def _free_key(scores: dict[str, float], base: str) -> str:
 
 def _with_stage(hit: Hit, stage: str, value: float, rank: int) -> Hit:
     """A copy of ``hit`` scored ``value`` by ``stage``, keeping every earlier score."""
-    scores = dict(hit.scores)
-    if hit.score not in scores.values():
-        scores[_free_key(scores, "prior")] = hit.score
+    scores = {hit.stage: hit.score, **hit.scores}  # the stage said which score it gave
     if stage in scores:
         scores[_free_key(scores, f"{stage}_prior")] = scores[stage]
     scores[stage] = value
-    return Hit(chunk=hit.chunk, score=value, rank=rank, scores=scores)
+    return Hit(chunk=hit.chunk, score=value, rank=rank, scores=scores, stage=stage)
 
 
 def _ranked(hits: Sequence[Hit], values: Sequence[float], stage: str, k: int | None) -> list[Hit]:

@@ -6,16 +6,18 @@ in ``hit.scores["vector"]``. Filters are faiss ID selectors applied before ranki
 
 from __future__ import annotations
 
-from ragtools.retrieval.base import RowRetriever, RowRun
+from ragtools.indexes.bundle import IndexState
+from ragtools.indexes.ranking import Ranking
+from ragtools.retrieval.base import IndexRetriever
 from ragtools.retrieval.filters import BoolArray
 
 __all__ = ["VectorRetriever"]
 
 
-class VectorRetriever(RowRetriever):
+class VectorRetriever(IndexRetriever):
     """Cosine-similarity search with the index's embedder."""
 
     stage = "vector"
 
-    def rank_rows(self, query: str, k: int, allow: BoolArray | None) -> RowRun:
-        return self.index.vector_rows(query, k, allow=allow)
+    def rank_state(self, state: IndexState, query: str, k: int, allow: BoolArray | None) -> Ranking:
+        return state.vector_ranking(self.index.embedder.embed_query(query), k, allow)

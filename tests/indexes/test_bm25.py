@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragtools.indexes.bm25 import VARIANT_DEFAULTS, BM25Index
+from ragtools.indexes.ranking import Ranking
 from ragtools.indexes.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError, IndexStateError
@@ -48,10 +49,10 @@ def brute_force(
     return [(row, float(scores[row])) for row in ranked]
 
 
-def as_pairs(result: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, float]]:
-    rows, scores = result
-    assert rows.dtype == np.int64 and scores.dtype == np.float64
-    return [(int(r), float(s)) for r, s in zip(rows, scores, strict=True)]
+def as_pairs(result: Ranking) -> list[tuple[int, float]]:
+    assert isinstance(result, Ranking)
+    assert result.rows.dtype == np.int64 and result.scores.dtype == np.float64
+    return result.pairs()
 
 
 # ----------------------------------------------------------------------------- oracles
@@ -101,8 +102,8 @@ def test_scifact_batch_equals_single_queries(
     for threads in (None, 2):
         batch = index.search_batch(subset, 10, n_threads=threads)
         for one, other in zip(singles, batch, strict=True):
-            np.testing.assert_array_equal(one[0], other[0])
-            np.testing.assert_array_equal(one[1], other[1])
+            np.testing.assert_array_equal(one.rows, other.rows)
+            np.testing.assert_array_equal(one.scores, other.scores)
     allow = np.arange(index.n_rows) % 3 == 0
     batch = index.search_batch(subset[:20], 5, allow=allow)
     for query, result in zip(subset[:20], batch, strict=True):
@@ -290,13 +291,13 @@ def test_allow_returns_exactly_the_matching_allowed_rows() -> None:
     index = build(corpus)
     allow = np.zeros(len(corpus), np.bool_)
     allow[[1, 3, 4, 6, 7]] = True  # three rows with "apple", two without
-    rows, scores = index.search(["apple"], k=10, allow=allow)
-    assert rows.tolist() == [1, 3, 4] and np.all(scores == scores[0])
-    assert as_pairs(index.search(["apple"], 10, allow=[7, 4, 1, 3, 6])) == as_pairs((rows, scores))
-    assert index.search(["apple"], 2, allow=allow)[0].tolist() == [1, 3]
+    ranking = index.search(["apple"], k=10, allow=allow)
+    assert ranking.rows.tolist() == [1, 3, 4] and np.all(ranking.scores == ranking.scores[0])
+    assert as_pairs(index.search(["apple"], 10, allow=[7, 4, 1, 3, 6])) == as_pairs(ranking)
+    assert index.search(["apple"], 2, allow=allow).rows.tolist() == [1, 3]
     index.delete([3])
-    assert index.search(["apple"], 10, allow=allow)[0].tolist() == [1, 4]
-    assert index.search(["apple"], 10, allow=[])[0].tolist() == []
+    assert index.search(["apple"], 10, allow=allow).rows.tolist() == [1, 4]
+    assert index.search(["apple"], 10, allow=[]).rows.tolist() == []
 
 
 def test_allow_validation() -> None:
@@ -322,8 +323,8 @@ def test_text_chunks_and_token_lists_can_be_mixed() -> None:
     chunk = Chunk(doc_id="d", text="Running cells")
     rows = index.add(["The cells divide", chunk, ["cell", "run"]])
     assert rows.tolist() == [0, 1, 2] and rows.dtype == np.int64
-    assert index.search("cell")[0].tolist() == [0, 1, 2]
-    assert index.search("running")[0].tolist() == [1, 2]
+    assert index.search("cell").rows.tolist() == [0, 1, 2]
+    assert index.search("running").rows.tolist() == [1, 2]
     np.testing.assert_array_equal(index.get_scores("running"), index.get_scores(["run"]))
     with pytest.raises(ConfigError, match="cannot use a int"):
         index.add([42])  # type: ignore[list-item]
@@ -374,10 +375,10 @@ def test_chinese_corpus_is_searchable() -> None:
     ]
     index = BM25Index(variant="lucene")
     index.add(docs)
-    assert index.search("中国的首都是哪里？")[0][0] == 0
-    assert index.search("熊猫吃什么")[0][0] == 2
-    assert index.search("金融")[0].tolist() == [1]
-    assert index.search("panda")[0].tolist() == [3]
+    assert index.search("中国的首都是哪里？").rows[0] == 0
+    assert index.search("熊猫吃什么").rows[0] == 2
+    assert index.search("金融").rows.tolist() == [1]
+    assert index.search("panda").rows.tolist() == [3]
 
 
 # ------------------------------------------------------------------ configuration
@@ -422,14 +423,16 @@ def test_okapi_warns_on_tiny_corpora(caplog: pytest.LogCaptureFixture) -> None:
     assert "BM25Index(variant='okapi'" in repr(index)
 
 
-def test_small_internal_blocks_give_the_same_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_counting_and_weight_chunks_give_the_same_scores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Indexing counts tokens and computes weights in chunks: tiny chunks change nothing."""
     rng = np.random.default_rng(0)
     corpus = [[f"t{int(x)}" for x in rng.zipf(1.3, int(n)) % 50] for n in rng.integers(0, 30, 300)]
     query = ["t1", "t2", "t2", "t7", "t40"]
     expected = build(corpus, variant="bm25l").get_scores(query)
     monkeypatch.setattr("ragtools.indexes._bm25_math._WEIGHT_CHUNK", 7)
     monkeypatch.setattr("ragtools.indexes._bm25_math._BLOCK_TOKENS", 50)
-    monkeypatch.setattr("ragtools.indexes._bm25_query._BLOCK_CELLS", 1500)  # 5 queries a block
     index = build(corpus, variant="bm25l")
     np.testing.assert_array_equal(index.get_scores(query), expected)
     np.testing.assert_allclose(expected, rank_bm25.BM25L(corpus).get_scores(query), rtol=1e-6)
@@ -439,10 +442,8 @@ def test_small_internal_blocks_give_the_same_scores(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.parametrize("variant", ["bm25plus", "okapi"])
-def test_sampled_top_k_threshold_equals_brute_force(
-    monkeypatch: pytest.MonkeyPatch, variant: str
-) -> None:
-    monkeypatch.setattr("ragtools.indexes._bm25_query._SAMPLE_ABOVE", 1)  # always sample
+def test_top_k_with_many_ties_equals_brute_force(variant: str) -> None:
+    """Hundreds of rows, many tied at the k-th score: ties at the cut resolve by row."""
     rng = np.random.default_rng(1)
     corpus = [[f"t{int(x)}" for x in rng.zipf(1.5, int(n)) % 30] for n in rng.integers(1, 12, 400)]
     corpus += corpus[:50]  # duplicates make ties

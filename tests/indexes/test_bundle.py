@@ -14,6 +14,7 @@ import pytest
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.versions import current_version
+from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, IndexLoadError, IndexVersionError
 
 
@@ -140,12 +141,16 @@ def test_add_and_delete_documents(built: tuple[Index, Path, CountingEmbedder]) -
     from ragtools.parsers import Chunk
 
     extra = Chunk(doc_id="manual", text="Quarks are bound by gluons.", metadata={"source": "m"})
-    index.add([extra])
+    writer = IndexWriter(index)
+    before = current_version(index.path)
+    writer.add([extra])
+    added = current_version(index.path)
+    assert added != before  # every change is a version of its own
     row, _ = index.keyword_search("gluons", 1)[0]
     assert index.chunks[row].id == extra.id
-    assert index.delete(["manual"]) == 1
+    assert Index.open(index.path, embedder=CountingEmbedder()).chunks[-1] == extra
+    assert writer.delete(["manual"]) == 1
     assert index.keyword_search("gluons", 5) == []
-    index.save()
     reopened = Index.open(index.path, embedder=CountingEmbedder())
     assert extra.id not in {c.id for c in reopened.chunks}
 
@@ -249,7 +254,7 @@ def _titled_index(tmp_path: Path, boost: int) -> tuple[Index, CountingEmbedder]:
     embedder = CountingEmbedder()
     index = Index.build([src], tmp_path / f"t{boost}", embedder=embedder, title_boost=boost)
     added = Chunk(doc_id="c", text="zebra zebra zebra crossing", metadata={"title": "Zebra"})
-    index.add([added])  # the programmatic path weighs titles too
+    IndexWriter(index).add([added])  # the programmatic path weighs titles too
     return index, embedder
 
 
@@ -280,6 +285,9 @@ def test_an_index_saved_before_newer_settings_opens_without_them(
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     for newer in ("title_boost", "vector_window", "vector_window_overlap"):
         del manifest["settings"][newer]
+    manifest["format_version"] = 1  # what format 1 wrote (see indexes.manifest)
+    manifest["tokenizer"] = manifest.pop("bm25")
+    del manifest["vector_owners"]
     manifest[_SELF] = _self_digest(manifest)  # resealed, as the older version wrote it
     manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
     opened = Index.open(index.path, embedder=CountingEmbedder())

@@ -13,6 +13,7 @@ import pytest
 from ragtools.indexes._persist import read_json, write_manifest
 from ragtools.indexes.vector import MANIFEST, VectorIndex
 from ragtools.parsers.errors import (
+    ConfigError,
     DimensionMismatchError,
     IndexLoadError,
     IndexVersionError,
@@ -31,13 +32,22 @@ def make(kind: str, n: int = 400) -> tuple[VectorIndex, np.ndarray]:
     return index, rng.standard_normal((9, DIM)).astype(np.float32)
 
 
-def assert_same_results(a: VectorIndex, b: VectorIndex, queries: np.ndarray) -> None:
-    mask = np.zeros(2000, dtype=bool)
+def every_other(index: VectorIndex) -> np.ndarray:
+    """A mask over the index's row space allowing the even rows."""
+    mask = np.zeros(index.n_rows, dtype=bool)
     mask[::2] = True
-    for allow in (None, mask, [9, 12, 30, 33]):
+    return mask
+
+
+def assert_same_results(a: VectorIndex, b: VectorIndex, queries: np.ndarray) -> None:
+    for allow_a, allow_b in (
+        (None, None),
+        (every_other(a), every_other(b)),  # the same rows, even if one row space is larger
+        ([9, 12, 30, 33], [9, 12, 30, 33]),
+    ):
         for (ra, sa), (rb, sb) in zip(
-            a.search_batch(queries, 7, allow=allow),
-            b.search_batch(queries, 7, allow=allow),
+            a.search_batch(queries, 7, allow=allow_a),
+            b.search_batch(queries, 7, allow=allow_b),
             strict=True,
         ):
             np.testing.assert_array_equal(ra, rb)
@@ -58,21 +68,25 @@ def test_round_trip(tmp_path: Path, kind: str, mmap: bool) -> None:
     assert manifest["format"] == "faiss" and manifest["dim"] == DIM
     assert manifest["kind"] == kind and manifest["metric"] == "inner_product"
     assert manifest["model_id"] == "fake-model" and manifest["ntotal"] == 397
+    assert manifest["n_rows"] == index.n_rows == 399 * 3 + 1
     assert set(manifest["files"]) == {"index.faiss", "rows.npy"}
 
     loaded = VectorIndex.load(tmp_path / "vec", mmap=mmap, dim=DIM)
     assert loaded.model_id == "fake-model"
     assert len(loaded) == len(index) == 397
-    assert loaded.params == index.params
+    assert loaded.params == index.params and loaded.n_rows == index.n_rows
     assert_same_results(index, loaded, queries)
     # a memory-mapped index is copied before it changes, and stays usable
     loaded.add([5000], queries[:1])
-    assert loaded.search(queries[0], 1)[0].tolist() == [5000]
+    assert loaded.search(queries[0], 1).rows.tolist() == [5000]
     assert loaded.delete([5000, 9]) == 2
     index.delete([9])
+    assert loaded.n_rows == 5001  # a deleted row stays in the row space
     assert_same_results(index, loaded, queries)
     loaded.save(tmp_path / "vec")  # overwrite in place, even while mapped
-    assert_same_results(index, VectorIndex.load(tmp_path / "vec", mmap=mmap), queries)
+    again = VectorIndex.load(tmp_path / "vec", mmap=mmap)
+    assert again.n_rows == 5001  # from the manifest: row 5000 is no longer stored
+    assert_same_results(index, again, queries)
 
 
 def test_ivf_untrained_round_trip(tmp_path: Path) -> None:
@@ -81,14 +95,28 @@ def test_ivf_untrained_round_trip(tmp_path: Path) -> None:
     index.save(tmp_path)
     loaded = VectorIndex.load(tmp_path, mmap=True)
     assert not loaded.trained and len(loaded) == 2
-    assert loaded.search(np.eye(1, DIM)[0], 5)[0].tolist() == [1, 2]
+    assert loaded.search(np.eye(1, DIM)[0], 5).rows.tolist() == [1, 2]
 
 
 def test_empty_index_round_trip(tmp_path: Path) -> None:
     VectorIndex(DIM, "hnsw").save(tmp_path)
     loaded = VectorIndex.load(tmp_path)
-    assert len(loaded) == 0 and loaded.model_id is None
-    assert loaded.search(np.ones(DIM), 3)[0].size == 0
+    assert len(loaded) == 0 and loaded.model_id is None and loaded.n_rows == 0
+    assert loaded.search(np.ones(DIM), 3).rows.size == 0
+
+
+def test_manifest_without_n_rows_falls_back_to_the_largest_stored_row(tmp_path: Path) -> None:
+    """Manifests written before ``n_rows`` was recorded: the largest row still held bounds
+    the row space of ``allow``."""
+    index, queries = make("flat")
+    index.delete([399 * 3])  # the largest row: the fallback cannot know it existed
+    index.save(tmp_path)
+    resign(tmp_path, drop=("n_rows",))
+    loaded = VectorIndex.load(tmp_path)
+    assert index.n_rows == 399 * 3 + 1 and loaded.n_rows == 398 * 3 + 1
+    assert_same_results(index, loaded, queries)
+    with pytest.raises(ConfigError, match="outside"):
+        loaded.search(queries[0], 3, allow=[398 * 3 + 1])
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty"])
@@ -110,10 +138,12 @@ def test_damaged_file_raises_naming_it(tmp_path: Path, damage: str, target: str)
     assert str(path) in str(info.value)
 
 
-def resign(directory: Path, **changes: object) -> None:
+def resign(directory: Path, drop: tuple[str, ...] = (), **changes: object) -> None:
     """Rewrite the manifest with changes and valid checksums: consistent-looking, but wrong."""
     manifest = read_json(directory / MANIFEST)
     manifest.update(changes)
+    for key in drop:
+        del manifest[key]
     files = manifest.pop("files")
     for key in ("format", "format_version", "manifest_sha256"):
         manifest.pop(key, None)

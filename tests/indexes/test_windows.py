@@ -10,7 +10,8 @@ import pytest
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.versions import current_version
-from ragtools.indexes.windows import allow_mask, best_per_owner, split_windows
+from ragtools.indexes.windows import split_windows
+from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, IndexLoadError
 
 WORDS = [f"w{i}" for i in range(400)]
@@ -38,22 +39,6 @@ def test_split_windows_keeps_short_texts_whole_and_cuts_long_ones() -> None:
             assert mine == [text]
     whole, identity = split_windows(texts, 0, 0)
     assert whole == texts and identity.tolist() == [0, 1, 2, 3]
-
-
-def test_best_per_owner_keeps_each_owners_first_window() -> None:
-    owners = np.array([0, 0, 1, 1, 1, 2], dtype=np.int64)
-    ranked = np.array([4, 1, 2, 0, 5, 3], dtype=np.int64)  # best first
-    positions = best_per_owner(ranked, owners, k=10)
-    assert positions.tolist() == [0, 1, 4]  # owner 1 (window 4), 0 (window 1), 2 (window 5)
-    assert best_per_owner(ranked, owners, k=2).tolist() == [0, 1]
-
-
-def test_allow_mask_accepts_masks_and_rows() -> None:
-    assert allow_mask(np.array([True, False]), 4).tolist() == [True, False, False, False]
-    assert allow_mask([3, 0, 9, -1], 4).tolist() == [True, False, False, True]
-    assert allow_mask([], 3).tolist() == [False, False, False]
-    with pytest.raises(ConfigError, match="allow"):
-        allow_mask(["a"], 3)
 
 
 def _docs(root: Path) -> Path:
@@ -118,13 +103,13 @@ def test_windows_give_exact_k_with_filters_and_deletes(tmp_path: Path) -> None:
     rows = [row for row, _ in index.vector_search("w1 w2 w3", 10, allow=allow)]
     assert sorted(rows) == [0, 2, 5]
     assert sorted(r for r, _ in index.vector_search("w1", 10, allow=[4, 1])) == [1, 4]
-    gone = index.chunks[3].doc_id
-    assert index.delete([gone]) == 1
+    long_chunk = index.chunks[3]
+    assert IndexWriter(index).delete([long_chunk.doc_id]) == 1
+    ids = [index.chunks[row].id for row, _ in index.vector_search("w1 w2 w3", n)]
+    assert long_chunk.id not in ids and len(ids) == n - 1
+    IndexWriter(index).add([long_chunk])  # the same long chunk again, on the last row
     rows = [row for row, _ in index.vector_search("w1 w2 w3", n)]
-    assert 3 not in rows and len(rows) == n - 1
-    index.add(index.chunks[3:4])  # the same long chunk again, new rows at the end
-    rows = [row for row, _ in index.vector_search("w1 w2 w3", n)]
-    assert n in rows and len(rows) == n
+    assert n - 1 in rows and len(rows) == n and index.chunks[n - 1] == long_chunk
 
 
 def test_windows_persist_and_update_equals_a_fresh_build(tmp_path: Path) -> None:
@@ -150,7 +135,7 @@ def test_old_indexes_without_windows_still_open(tmp_path: Path) -> None:
     )  # fmt: skip
     assert len(index.vector or []) == len(index.chunks)
     live = current_version(index.path)
-    assert live is not None and not (live / "windows.npy").exists()
+    assert live is not None and not (live / "vector_owners.npy").exists()
     opened = Index.open(index.path, embedder=FakeEmbedder(dim=256))
     assert opened.vector_search("w5", 3) == index.vector_search("w5", 3)
 
@@ -159,11 +144,11 @@ def test_a_damaged_window_map_is_named(tmp_path: Path) -> None:
     index = _build(tmp_path, _docs(tmp_path))
     live = current_version(index.path)
     assert live is not None
-    path = live / "windows.npy"
+    path = live / "vector_owners.npy"
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
-    with pytest.raises(IndexLoadError, match=r"windows\.npy"):
+    with pytest.raises(IndexLoadError, match=r"vector_owners\.npy"):
         Index.open(index.path, embedder=FakeEmbedder(dim=256))
 
 

@@ -6,17 +6,16 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
+from ragtools.indexes.ranking import Ranking
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.fusion import (
-    FusionMethod,
+    NORMALISERS,
     distribution_based_score_fusion,
     fuse,
-    fuse_arrays,
     fuse_hits,
+    fuse_rankings,
     reciprocal_rank_fusion,
     relative_score_fusion,
 )
@@ -209,7 +208,8 @@ def test_fuse_dispatches_to_each_method() -> None:
 
 
 def _hit(chunk: Chunk, score: float, rank: int, stage: str | None) -> Hit:
-    return Hit(chunk=chunk, score=score, rank=rank, scores={stage: score} if stage else {})
+    scores = {stage: score} if stage else {}
+    return Hit(chunk=chunk, score=score, rank=rank, scores=scores, stage=stage or "custom")
 
 
 def test_fuse_hits_keeps_stage_scores_and_dedups_by_id_not_text() -> None:
@@ -235,60 +235,36 @@ def test_fuse_hits_k_zero_weight_and_unlabelled_scores() -> None:
     second = [_hit(two, 0.9, 1, "vector")]
     fused = fuse_hits("relative_score", [first, second], weights=[1, 0])
     assert [h.chunk_id for h in fused] == [one.id, two.id]
-    assert fused[1].scores == {"run_0": 1.0, "fused": 0.0}  # no "vector": its list weighs 0
-    assert fused[0].scores == {"run_0": 3.0, "fused": 1.0}
+    assert fused[1].scores == {"custom": 1.0, "fused": 0.0}  # no "vector": its list weighs 0
+    assert fused[0].scores == {"custom": 3.0, "fused": 1.0}  # the score under its stage
+    assert {hit.stage for hit in fused} == {"fused"}
     assert len(fuse_hits("rrf", [first, second], k=1)) == 1
     with pytest.raises(ConfigError, match="k must be"):
         fuse_hits("rrf", [first], k=0)
 
 
-_distinct_run = st.lists(
-    st.tuples(st.integers(0, 30), st.floats(-50, 50, allow_nan=False, width=32)),
-    max_size=25,
-    unique_by=lambda pair: pair[0],
-).map(lambda run: sorted(run, key=lambda pair: -pair[1]))
+def test_fuse_rankings_composes_normalisation_with_a_weighted_sum() -> None:
+    bm25 = Ranking(np.array([7, 3, 5]), np.array([12.0, 8.0, 2.0]))
+    vector = Ranking(np.array([5, 9]), np.array([0.9, 0.5]))
+    fused = fuse_rankings("relative_score", [bm25, vector], weights=[0.6, 0.4])
+    # min-max: bm25 7 -> 1, 3 -> 0.6, 5 -> 0; vector 5 -> 1, 9 -> 0; then 0.6 * a + 0.4 * b
+    assert fused.rows.tolist() == [7, 5, 3, 9]
+    assert fused.scores.tolist() == pytest.approx([0.6, 0.4, 0.36, 0.0])
+    rrf = fuse_rankings("rrf", [bm25, vector], rrf_k=1)
+    assert dict(rrf.pairs()) == pytest.approx({7: 1 / 2, 3: 1 / 3, 5: 1 / 4 + 1 / 2, 9: 1 / 3})
+    assert rrf.rows.tolist() == [5, 7, 3, 9]  # 3 and 9 tie: by key ascending
+    normalised = NORMALISERS["dbsf"](np.array([3.0, 1.0]), 60)
+    assert normalised.tolist() == pytest.approx([(3 - (2 - 3)) / 6, (1 - (2 - 3)) / 6])
 
 
-@settings(max_examples=500, deadline=None)
-@given(
-    method=st.sampled_from(["rrf", "relative_score", "dbsf"]),
-    runs=st.lists(_distinct_run, min_size=1, max_size=3),
-    weights=st.lists(st.sampled_from([0.0, 0.3, 0.5, 1.0, 2.0]), min_size=3, max_size=3),
-)
-@example(  # pow and numpy's square once rounded a squared deviation differently
-    method="dbsf",
-    runs=[[(4, 33.5), (3, 2.993767261505127), (5, 1.0), (0, 0.0), (1, 0.0), (2, 0.0)]],
-    weights=[1.0, 1.0, 1.0],
-)
-def test_fuse_arrays_equals_fuse_bit_for_bit(
-    method: FusionMethod, runs: list[list[tuple[int, float]]], weights: list[float]
-) -> None:
-    weights = weights[: len(runs)]
-    if not any(weights):
-        weights[0] = 1.0
-    id_runs = [[(f"c{key:03d}", s) for key, s in run] for run in runs]
-    expected = fuse(method, id_runs, weights=weights)
-    arrays = [
-        (np.array([key for key, _ in run], dtype=np.int64), np.array([s for _, s in run]))
-        for run in runs
-    ]
-    keys, scores = fuse_arrays(method, arrays, weights=weights)
-    got = sorted(
-        ((f"c{key:03d}", score) for key, score in zip(keys.tolist(), scores.tolist(), strict=True)),
-        key=lambda pair: (-pair[1], pair[0]),
-    )
-    assert got == expected  # exact floats, not approximately
-
-
-def test_fuse_arrays_errors() -> None:
-    run = (np.array([1, 2]), np.array([1.0, math.inf]))
+def test_fuse_rankings_errors() -> None:
+    run = Ranking(np.array([1, 2]), np.array([1.0, math.inf]))
     with pytest.raises(ConfigError, match="finite"):
-        fuse_arrays("relative_score", [run])
+        fuse_rankings("relative_score", [run])
     with pytest.raises(ConfigError, match="unknown fusion"):
-        fuse_arrays("max", [run])  # type: ignore[arg-type]
+        fuse_rankings("max", [run])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="rrf_k"):
-        fuse_arrays("rrf", [run], rrf_k=-1)
+        fuse_rankings("rrf", [run], rrf_k=-1)
     with pytest.raises(ConfigError, match="weights"):
-        fuse_arrays("rrf", [run], weights=[1.0, 2.0])
-    keys, scores = fuse_arrays("rrf", [(np.zeros(0, dtype=np.int64), np.zeros(0))])
-    assert len(keys) == len(scores) == 0
+        fuse_rankings("rrf", [run], weights=[1.0, 2.0])
+    assert fuse_rankings("rrf", [Ranking.empty()]).rows.tolist() == []

@@ -36,7 +36,7 @@ def make_hits(texts: Sequence[str], stage: str = "bm25") -> list[Hit]:
     for rank, text in enumerate(texts, start=1):
         chunk = Chunk(doc_id=f"doc-{rank}", text=text)
         score = 10.0 - rank
-        hits.append(Hit(chunk=chunk, score=score, rank=rank, scores={stage: score}))
+        hits.append(Hit(chunk=chunk, score=score, rank=rank, scores={stage: score}, stage=stage))
     return hits
 
 
@@ -139,11 +139,13 @@ def test_injected_scorer_ties_dedup_and_prior_keys() -> None:
     reranker = CrossEncoderReranker(scorer, batch_size=7)
     chunks = [Chunk(doc_id="d", text=t) for t in ["x y", "x", "y", "z"]]
     hits = [
-        Hit(chunk=chunks[3], score=0.9, rank=1, scores={"fused": 0.9, "bm25": 3.0}),
-        Hit(chunk=chunks[1], score=0.8, rank=2, scores={}),  # score under no key -> "prior"
-        Hit(chunk=chunks[2], score=0.7, rank=3, scores={"fused": 0.7}),
-        Hit(chunk=chunks[0], score=0.6, rank=4, scores={"fused": 0.6}),
-        Hit(chunk=chunks[3], score=0.5, rank=5, scores={"fused": 0.5}),  # duplicate id
+        Hit(chunk=chunks[3], score=0.9, rank=1, scores={"fused": 0.9, "bm25": 3.0}, stage="fused"),
+        Hit(chunk=chunks[1], score=0.8, rank=2, scores={}, stage="prior"),  # only its own stage
+        Hit(chunk=chunks[2], score=0.7, rank=3, scores={"fused": 0.7}, stage="fused"),
+        Hit(chunk=chunks[0], score=0.6, rank=4, scores={"fused": 0.6}, stage="fused"),
+        Hit(
+            chunk=chunks[3], score=0.5, rank=5, scores={"fused": 0.5}, stage="fused"
+        ),  # duplicate id
     ]
     out = reranker.rerank("x y", hits)
     assert scorer.calls == [{"n": 4, "batch_size": 7, "show_progress_bar": False}]
@@ -230,10 +232,10 @@ def test_mmr_demotes_a_near_duplicate() -> None:
 
 def test_mmr_same_text_different_ids_both_kept_ties_by_chunk_id() -> None:
     chunks = [Chunk(doc_id=f"d{i}", text="apple") for i in range(3)]
-    hits = [Hit(chunk=c, score=1.0, rank=i + 1) for i, c in enumerate(chunks)]
+    hits = [Hit(chunk=c, score=1.0, rank=i + 1, stage="bm25") for i, c in enumerate(chunks)]
     out = MMRReranker(CountEmbedder(), lambda_mult=1.0).rerank("apple", hits[::-1])
     assert [h.chunk_id for h in out] == sorted(c.id for c in chunks)
-    assert all(h.scores == {"prior": 1.0, "mmr": 1.0} for h in out)
+    assert all(h.scores == {"bm25": 1.0, "mmr": 1.0} and h.stage == "mmr" for h in out)
     assert MMRReranker(CountEmbedder()).rerank("apple", []) == []
 
 

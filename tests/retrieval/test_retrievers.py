@@ -11,6 +11,7 @@ import pytest
 
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
+from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, Document
 from ragtools.retrieval.base import BaseRetriever, Filter
 from ragtools.retrieval.frontpage import FrontPageRetriever
@@ -80,108 +81,92 @@ def test_bad_filter_and_k(index: Index) -> None:
         HybridRetriever([KeywordRetriever(index)], weights=[0.0])
 
 
-def test_hybrid_equals_fusion_of_its_halves(index: Index) -> None:
-    keyword, vector = KeywordRetriever(index), VectorRetriever(index)
-    hybrid = HybridRetriever(
-        [keyword, vector], weights=[0.3, 0.7], fusion="relative_score", candidate_k=20
-    )
-    query = "melting glacier"
-    runs = [[(h.chunk.id, h.score) for h in r.invoke(query, k=20)] for r in (keyword, vector)]
-    expected = fuse("relative_score", runs, weights=[0.3, 0.7])[:6]
-    hits = hybrid.invoke(query, k=6)
-    assert [(h.chunk.id, round(h.score, 12)) for h in hits] == [
-        (cid, round(score, 12)) for cid, score in expected
+def _fused_reference(
+    retrievers: list, weights: list[float], fusion: str, query: str, depth: int, spec: object
+) -> dict[str, float]:  # type: ignore[type-arg]
+    runs = [
+        [(h.chunk.id, h.score) for h in r.invoke(query, k=depth, filter=spec)] for r in retrievers
     ]
+    return dict(fuse(fusion, runs, weights=weights))  # type: ignore[arg-type]
+
+
+def _check_against_fuse(hybrid: HybridRetriever, query: str, k: int, spec: object) -> None:
+    """The hybrid's hits are fuse()'s top k of its retrievers' hit lists (the hand-computed
+    reference), ties in any order, with every stage's score kept."""
+    weights = hybrid.weights or [1.0] * len(hybrid.retrievers)
+    expected = _fused_reference(
+        hybrid.retrievers, weights, hybrid.fusion, query, hybrid.candidate_k, spec
+    )
+    hits = hybrid.invoke(query, k=k, filter=spec)
+    assert len(hits) == min(k, len(expected))
     assert len({h.chunk.id for h in hits}) == len(hits)
+    cutoff = sorted(expected.values(), reverse=True)[len(hits) - 1] if hits else 0.0
     for hit in hits:
-        assert hit.scores["fused"] == hit.score
-        assert {"bm25", "vector"} & set(hit.scores)
-
-
-class _HitsOnly(BaseRetriever):
-    """Hides a retriever's rows, so a hybrid over it takes the general hit-list path."""
-
-    def __init__(self, inner: BaseRetriever) -> None:
-        super().__init__(k=inner.k)
-        self.inner = inner
-
-    def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
-        return self.inner.invoke(query, k=k, filter=filter)
+        assert hit.score == pytest.approx(expected[hit.chunk.id], abs=1e-12)
+        assert hit.score >= cutoff - 1e-12
+        assert hit.stage == "fused" and hit.scores["fused"] == hit.score
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "relative_score", "dbsf"])
-def test_row_fusion_equals_hit_list_fusion(index: Index, fusion: FusionMethod) -> None:
+def test_hybrid_equals_fusion_of_its_retrievers(index: Index, fusion: FusionMethod) -> None:
     halves = [KeywordRetriever(index), VectorRetriever(index), FrontPageRetriever(index)]
-    options = {"weights": [0.5, 0.3, 0.2], "fusion": fusion, "candidate_k": 15}
-    by_rows = HybridRetriever(halves, **options)  # type: ignore[arg-type]
-    by_hits = HybridRetriever([_HitsOnly(r) for r in halves], **options)  # type: ignore[arg-type]
+    hybrid = HybridRetriever(halves, weights=[0.5, 0.3, 0.2], fusion=fusion, candidate_k=15)
     for query in ["volcano lava", "glacier", "reef fish sand", "zzz nothing"]:
         for spec in (None, {"source": {"$in": ["r1.pdf", "r2.pdf"]}}):
-            expected = by_hits.invoke(query, k=8, filter=spec)
-            assert by_rows.invoke(query, k=8, filter=spec) == expected
-            assert expected  # front page always contributes
+            _check_against_fuse(hybrid, query, 8, spec)
+    hits = hybrid.invoke("melting glacier", k=6)
+    assert all({"bm25", "vector"} & set(h.scores) for h in hits if "front_page" not in h.scores)
 
 
-def test_hybrid_over_one_index_compiles_its_filter_once(
-    index: Index, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from ragtools.retrieval import base
-
-    compiled: list[int] = []
-    real = base.filter_mask
-
-    def counting(spec, chunks):  # type: ignore[no-untyped-def]
-        compiled.append(1)
-        return real(spec, chunks)
-
-    monkeypatch.setattr(base, "filter_mask", counting)
-    spec = {"source": "r3.pdf"}
-    hybrid = HybridRetriever([KeywordRetriever(index), VectorRetriever(index)])
-    hits = hybrid.invoke("volcano lava", k=5, filter=spec)
-    assert compiled == [1]
-    assert hits and all(h.chunk.metadata["source"] == "r3.pdf" for h in hits)
-    KeywordRetriever(index).invoke("volcano lava", k=5, filter=spec)  # alone: its own mask
-    assert compiled == [1, 1]
-
-
-def test_row_fusion_with_a_chunk_id_on_two_rows_keys_by_chunk_id(
-    tmp_path: Path,
-) -> None:
-    """Rows stand for chunks only while chunk ids are unique; a repeated chunk (added twice)
-    makes the hybrid fuse by chunk id, as the hit-list path does."""
+def test_a_chunk_id_on_two_rows_is_fused_once(tmp_path: Path) -> None:
     docs = [Document(id=f"d{i}", text=f"{TOPICS[i % 4]} number {i}") for i in range(12)]
     dup = Index.from_documents(
         docs, tmp_path / "dup", embedder=FakeEmbedder(dim=32), chunk_size=200, chunk_overlap=0
     )
-    assert dup.chunk_ids_unique()
-    dup.add(dup.chunks[:3])  # the first three chunks again, on new rows
-    assert not dup.chunk_ids_unique()  # recomputed: the list grew
-    halves = [KeywordRetriever(dup), VectorRetriever(dup)]
-    by_rows = HybridRetriever(halves, candidate_k=30)  # type: ignore[arg-type]
-    by_hits = HybridRetriever([_HitsOnly(r) for r in halves], candidate_k=30)  # type: ignore[arg-type]
+    IndexWriter(dup).add(dup.chunks[:3])  # the first three chunks again, on new rows
+    hybrid = HybridRetriever([KeywordRetriever(dup), VectorRetriever(dup)], candidate_k=30)
     for query in ["volcano lava", "glacier ice", "number 1"]:
-        hits = by_rows.invoke(query, k=6)
-        assert hits == by_hits.invoke(query, k=6)
-        assert len({h.chunk.id for h in hits}) == len(hits)
+        _check_against_fuse(hybrid, query, 6, None)
 
 
-def test_row_fusion_over_two_indexes_equals_hit_list_fusion(index: Index, tmp_path: Path) -> None:
+def test_hybrid_over_two_indexes_fuses_by_chunk_id(index: Index, tmp_path: Path) -> None:
     docs = [Document(id=f"e{i}", text=f"{TOPICS[i % 4]} entry {i}") for i in range(10)]
     other = Index.from_documents(
         docs, tmp_path / "other", embedder=FakeEmbedder(dim=48), chunk_size=200, chunk_overlap=0
     )
-    halves = [KeywordRetriever(index), VectorRetriever(other)]
-    by_rows = HybridRetriever(halves, weights=[0.4, 0.6], candidate_k=20)  # type: ignore[arg-type]
-    by_hits = HybridRetriever(
-        [_HitsOnly(r) for r in halves],  # type: ignore[arg-type]
-        weights=[0.4, 0.6],
-        candidate_k=20,
+    hybrid = HybridRetriever(
+        [KeywordRetriever(index), VectorRetriever(other)], weights=[0.4, 0.6], candidate_k=20
     )
     for query in ["volcano lava", "glacier ice", "entry 3"]:
         for spec in (None, {"source": "r1.pdf"}):
-            assert by_rows.invoke(query, k=7, filter=spec) == by_hits.invoke(
-                query, k=7, filter=spec
-            )
+            _check_against_fuse(hybrid, query, 7, spec)
+
+
+def test_a_retriever_without_rankings_is_refused_by_name(index: Index) -> None:
+    class HitsOnly(BaseRetriever):
+        def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
+            return []
+
+    with pytest.raises(ConfigError, match="HitsOnly cannot be fused"):
+        HybridRetriever([KeywordRetriever(index), HitsOnly()])  # type: ignore[list-item]
+
+
+def test_front_page_skips_documents_deleted_by_a_writer(tmp_path: Path) -> None:
+    docs = [Document(id=f"d{i}", text=f"{TOPICS[i % 4]} number {i}") for i in range(6)]
+    index = Index.from_documents(
+        docs, tmp_path / "fp", embedder=FakeEmbedder(dim=16), chunk_size=200, chunk_overlap=0
+    )
+    front = FrontPageRetriever(index, k=10)
+    keyword = KeywordRetriever(index)
+    assert {h.chunk.doc_id for h in front.invoke("x")} == {f"d{i}" for i in range(6)}
+    assert IndexWriter(index).delete(["d2", "d4"]) == 2
+    assert {h.chunk.doc_id for h in front.invoke("x")} == {"d0", "d1", "d3", "d5"}
+    assert {h.chunk.doc_id for h in keyword.invoke("number", k=10)} == {"d0", "d1", "d3", "d5"}
+    reopened = Index.open(index.path, embedder=FakeEmbedder(dim=16))
+    assert [h.chunk for h in FrontPageRetriever(reopened, k=10).invoke("x")] == [
+        h.chunk for h in front.invoke("x")
+    ]
 
 
 def test_weight_zero_removes_a_retriever(index: Index) -> None:

@@ -53,6 +53,7 @@ class FakeRetriever:
                 chunk=Chunk(doc_id=label.split("#")[0], text=label, metadata={"source": label[0]}),
                 score=score,
                 rank=rank,
+                stage="fake",
             )
             for rank, (label, score) in enumerate(ranked, start=1)
         ]

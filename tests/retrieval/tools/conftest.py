@@ -24,7 +24,7 @@ def make_hits() -> list[Hit]:
         Chunk(doc_id="d3", text="Gamma.", metadata={"source": "c.md"}),
     ]
     return [
-        Hit(chunk=c, score=s, rank=r, scores={"bm25": s})
+        Hit(chunk=c, score=s, rank=r, scores={"bm25": s}, stage="bm25")
         for r, (c, s) in enumerate(zip(chunks, [3.5, 2.25, 1.0], strict=True), start=1)
     ]
 

@@ -1,0 +1,43 @@
+"""The index bundle's ``manifest.json``: its format version and every migration, in one place.
+
+A bundle's manifest says how it was built and what it holds. Its schema changes only with a
+new :data:`FORMAT_VERSION`, and :func:`migrate` brings an older manifest up to the current
+schema in memory when the bundle is opened (nothing on disk is rewritten: a later save
+writes the current format). Keys say what they hold:
+
+* ``settings``: the :class:`~indexes.settings.IndexSettings` the index was built with;
+* ``bm25``: the keyword half's parameters in effect (variant, k1, b, k3, tokenizer);
+* ``embedder``: model, model id, dimension and faiss kind of the vector half;
+* ``vector_owners``: the file mapping vector rows to chunk rows when chunks have several
+  windows, else ``null``;
+* ``counts``, ``sources``, ``fingerprints``, ``failures``, ``meta`` and ``files`` (SHA-256).
+
+History:
+
+* **1**: the keyword half's parameters were stored under ``tokenizer``; the owner map was
+  ``windows.npy`` when listed in ``files``; manifests older than title boost and vector
+  windows lack those settings (both were off).
+* **2**: ``bm25`` and ``vector_owners`` as above; every setting is present.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "OWNERS_FILE", "migrate"]
+
+FORMAT = "ragtools-index"
+FORMAT_VERSION = 2
+OWNERS_FILE = "vector_owners.npy"
+"""Chunk row of every vector row; written only when some chunk has several windows."""
+
+
+def migrate(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` (already verified) in the current schema; older versions step by step."""
+    out = dict(manifest)
+    if out.get("format_version", FORMAT_VERSION) < 2:
+        out["settings"] = {"title_boost": 0, "vector_window": 0, **out.get("settings", {})}
+        out["bm25"] = out.pop("tokenizer", None)
+        out["vector_owners"] = "windows.npy" if "windows.npy" in out.get("files", {}) else None
+        out["format_version"] = 2
+    return out

@@ -1,0 +1,306 @@
+"""``IndexWriter``: build, update, add and delete; each change is a new version on disk.
+
+Every change goes the same way: work out the new list of chunks, index both halves from it
+(BM25 from the chunk texts, which is cheap; vectors from the embedding cache kept beside the
+versions, keyed by model and text hash, so the model embeds only texts it has not seen),
+write a complete new version, switch to it atomically, and only then hand the new state to
+the :class:`~indexes.bundle.Index`. So an updated index equals a fresh build of the same
+chunks, a crash or an error leaves the previous version live and untouched, and every
+retriever over the ``Index`` sees the new chunks at once, never half of them.
+
+Rebuilding the halves costs time linear in the index for each change; batch changes (one
+``add`` of many chunks, one ``update``) rather than calling ``add`` per chunk.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtools.indexes._persist import write_manifest
+from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState
+from ragtools.indexes.embed import Embedder
+from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, OWNERS_FILE
+from ragtools.indexes.settings import IndexSettings, keyword_text
+from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
+from ragtools.indexes.store import write_chunks
+from ragtools.indexes.versions import write_version
+from ragtools.indexes.windows import WindowedVectorIndex
+from ragtools.parsers import Chunk, Document, FileError, split
+from ragtools.parsers.errors import ConfigError
+
+__all__ = ["IndexWriter", "UpdateReport"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UpdateReport:
+    """What :meth:`IndexWriter.update` did, by file path."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    failures: list[FileError] = field(default_factory=list)
+
+
+class IndexWriter:
+    """Changes one :class:`~indexes.bundle.Index`, a new version per change."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+
+    @classmethod
+    def build(
+        cls,
+        sources: Sequence[str | Path],
+        path: str | Path,
+        *,
+        settings: IndexSettings | None = None,
+        embedder: Embedder | None = None,
+        show_progress: bool | None = None,
+        **overrides: Any,
+    ) -> Index:
+        """Parse ``sources`` (files or directories), split, index both halves and save.
+
+        Args:
+            sources: files and directories to index; directories are walked recursively.
+            path: the index directory (created; an existing index gets a new version).
+            settings: build settings; keyword ``overrides`` (e.g. ``chunk_size=500``) win.
+            embedder: an embedder to use instead of ``settings.model`` (e.g. a fake in tests).
+            show_progress: progress bars; ``None`` shows them only on a terminal.
+
+        Raises:
+            ConfigError: a source does not exist, a setting is invalid, or no text was found.
+        """
+        started = time.perf_counter()
+        writer = cls(_empty(path, settings, overrides, embedder))
+        roots = [str(Path(s).expanduser().resolve()) for s in sources]
+        files = expand_sources(roots)
+        by_file, failures = parse_files(files, show_progress=show_progress)
+        documents = [doc for f in files for doc in by_file.get(str(f), [])]
+        writer._commit(
+            writer._split(documents),
+            sources=roots,
+            fingerprints={str(f): fingerprint(f) for f in files},
+            failures=failures,
+        )
+        logger.info(
+            "built %s: %d files, %d chunks, %d failures in %.1fs",
+            path,
+            len(files),
+            len(writer.index.chunks),
+            len(failures),
+            time.perf_counter() - started,
+        )
+        return writer.index
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[Document],
+        path: str | Path,
+        *,
+        settings: IndexSettings | None = None,
+        embedder: Embedder | None = None,
+        show_progress: bool | None = None,
+        meta: dict[str, Any] | None = None,
+        **overrides: Any,
+    ) -> Index:
+        """Index already-parsed documents (no source files are tracked for updates).
+
+        ``meta`` is any JSON the caller wants kept in the manifest (e.g. a corpus hash).
+        """
+        del show_progress  # progress is shown by the embedder
+        writer = cls(_empty(path, settings, overrides, embedder))
+        writer._commit(writer._split(list(documents)), meta=dict(meta or {}))
+        return writer.index
+
+    # ----------------------------------------------------------------- changes
+    def update(
+        self, sources: Sequence[str | Path] | None = None, *, show_progress: bool | None = None
+    ) -> UpdateReport:
+        """Bring the index up to date with its sources and save a new version.
+
+        Only files whose size or SHA-256 changed are parsed again; chunks of removed files
+        are dropped; only chunk texts not in the embedding cache are embedded. The result
+        equals a fresh build of the same sources.
+        """
+        manifest = self.index.manifest
+        known = [str(Path(s).expanduser().resolve()) for s in sources or ()]
+        roots = known or list(manifest.get("sources", []))
+        if not roots:
+            msg = "this index tracks no source files (built from documents); pass sources"
+            raise ConfigError(msg)
+        files = [str(f) for f in expand_sources(roots)]
+        prints = {f: fingerprint(Path(f)) for f in files}
+        old: dict[str, Any] = manifest.get("fingerprints", {})
+        stale = [f for f in files if old.get(f) != prints[f]]
+        parsed, failures = parse_files([Path(f) for f in stale], show_progress=show_progress)
+        by_source: dict[str, list[Chunk]] = {}
+        for chunk in self.index.chunks:
+            by_source.setdefault(chunk.source, []).append(chunk)
+        chunks: list[Chunk] = []
+        stale_set = set(stale)
+        for path in files:
+            fresh = path in stale_set
+            chunks += self._split(parsed.get(path, [])) if fresh else by_source.get(path, [])
+        report = UpdateReport(
+            added=[f for f in files if f not in old],
+            changed=[f for f in stale if f in old],
+            removed=sorted(set(old) - set(prints)),
+            unchanged=len(files) - len(stale),
+            failures=failures,
+        )
+        kept = [f for f in self.index.failures if f.path in prints and f.path not in stale_set]
+        self._commit(
+            chunks,
+            sources=roots,
+            fingerprints=prints,
+            failures=sorted(kept + failures, key=lambda f: f.path),
+        )
+        return report
+
+    def add(self, chunks: Sequence[Chunk]) -> npt.NDArray[np.int64]:
+        """Append chunks as a new version; returns their rows."""
+        start = len(self.index.chunks)
+        if chunks:
+            self._commit([*self.index.chunks, *chunks])
+        return np.arange(start, start + len(chunks), dtype=np.int64)
+
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Remove every chunk of the given documents as a new version; returns how many."""
+        wanted = set(doc_ids)
+        kept = [c for c in self.index.chunks if c.doc_id not in wanted]
+        removed = len(self.index.chunks) - len(kept)
+        if removed:
+            self._commit(kept)
+        return removed
+
+    # ----------------------------------------------------------------- one way to commit
+    def _split(self, documents: Sequence[Document]) -> list[Chunk]:
+        settings = self.index.settings
+        return split(
+            documents, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap
+        )
+
+    def _commit(self, chunks: Sequence[Chunk], **changes: Any) -> None:
+        """Index ``chunks``, write them as a new version and make the ``Index`` show it.
+
+        ``changes`` replace manifest entries (``sources``, ``fingerprints``, ``failures``,
+        ``meta``); the others carry over from the current version.
+        """
+        index, settings = self.index, self.index.settings
+        if not chunks:
+            msg = f"{index.path}: no text to index (all sources empty, unreadable or without text)"
+            raise ConfigError(msg)
+        bm25 = vector = None
+        if settings.keyword:
+            bm25 = settings.new_bm25()
+            boost = settings.title_boost
+            bm25.add([keyword_text(c.text, c.metadata, boost) for c in chunks])
+        if settings.vector:
+            vector = WindowedVectorIndex.build(
+                [c.text for c in chunks],
+                self._embed,
+                dim=index.embedder.dim,
+                kind=settings.vector_kind,
+                window=settings.vector_window,
+                overlap=settings.vector_window_overlap,
+            )
+        carried = ("sources", "fingerprints", "failures", "meta")
+        entries = {key: index.manifest.get(key) for key in carried} | changes
+        entries["failures"] = [vars(f) if isinstance(f, FileError) else f for f in
+                               entries.get("failures") or []]  # fmt: skip
+        state = IndexState(settings, list(chunks), bm25, vector)
+        written: dict[str, Any] = {}
+
+        def write(directory: Path) -> None:
+            written.update(self._write(directory, state, entries))
+
+        write_version(index.path, write)
+        index.state = IndexState(settings, state.chunks, bm25, vector, written)
+
+    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        embedder = self.index.embedder
+        vectors = embedder.embed_documents(texts)
+        embedder.cache.save()
+        return vectors
+
+    def _write(self, directory: Path, state: IndexState, entries: dict[str, Any]) -> dict[str, Any]:
+        index, settings = self.index, state.settings
+        write_chunks(directory / CHUNKS, state.chunks)
+        files = [CHUNKS]
+        if state.bm25 is not None:
+            state.bm25.save(directory / "bm25")
+            files += [f"bm25/{p.name}" for p in sorted((directory / "bm25").iterdir())]
+        embedder_info = None
+        if state.vector is not None:
+            model_id = index.embedder.model_id
+            files += state.vector.save(directory, model_id=model_id, owners_file=OWNERS_FILE)
+            embedder_info = {
+                "model": settings.model,
+                "model_id": model_id,
+                "dim": index.embedder.dim,
+                "kind": settings.vector_kind,
+            }
+        data = {
+            "package_version": _package_version(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "settings": settings.model_dump(mode="json"),
+            "bm25": state.bm25.params if state.bm25 is not None else None,
+            "embedder": embedder_info,
+            "vector_owners": OWNERS_FILE if OWNERS_FILE in files else None,
+            "counts": {
+                "chunks": len(state.chunks),
+                "vectors": len(state.vector) if state.vector is not None else 0,
+                "documents": len({c.doc_id for c in state.chunks}),
+                "files": len(entries.get("fingerprints") or {}),
+                "failures": len(entries["failures"]),
+            },
+            "sources": entries.get("sources") or [],
+            "fingerprints": entries.get("fingerprints") or {},
+            "failures": entries["failures"],
+            "meta": entries.get("meta") or {},
+        }
+        return write_manifest(
+            directory,
+            MANIFEST,
+            fmt=FORMAT,
+            version=FORMAT_VERSION,
+            files=files,
+            data=data,
+            sealed=True,
+        )
+
+
+def _empty(
+    path: str | Path,
+    settings: IndexSettings | None,
+    overrides: dict[str, Any],
+    embedder: Embedder | None,
+) -> Index:
+    """An ``Index`` with no version yet, for a writer's first commit."""
+    base = settings.model_dump() if settings is not None else {}
+    try:
+        resolved = IndexSettings.model_validate({**base, **overrides})
+    except ValueError as exc:
+        msg = f"invalid index settings: {exc}"
+        raise ConfigError(msg) from exc
+    return Index(Path(path), IndexState(resolved, []), embedder=embedder)
+
+
+def _package_version() -> str:
+    try:
+        return version("ragtools")
+    except PackageNotFoundError:
+        return "0+unknown"
