@@ -412,7 +412,7 @@ def test_simple_tool_rejects_two_arguments() -> None:
     message = tool.invoke(make_tool_call("shout", {"a": "x", "b": "y"}))
     assert message.status == "error"
     assert "StructuredTool" in message.content
-    with pytest.raises(ToolException, match=r"needs \['a', 'b'\].*StructuredTool"):
+    with pytest.raises(ConfigError, match=r"needs \['a', 'b'\].*StructuredTool"):
         Tool(name="add", func=_sum, description="Add.")
 
 
