@@ -66,7 +66,6 @@ from ragtools.retrieval.tools.schema import (
 __all__ = [
     "ArgsSchema",
     "BaseTool",
-    "ErrorHandler",
     "ResponseFormat",
     "ToolInput",
     "ToolOutput",
