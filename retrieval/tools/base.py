@@ -32,14 +32,12 @@ function that declares a ``RunConfig`` parameter.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import copy
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
 
@@ -49,6 +47,12 @@ from ragtools.retrieval.tools.arguments import (
     is_validation_error,
     parse_arguments,
     split_input,
+)
+from ragtools.retrieval.tools.concurrency import abatch_calls, batch_calls
+from ragtools.retrieval.tools.exceptions import (
+    ErrorHandler,
+    check_error_handler,
+    handled_content,
 )
 from ragtools.retrieval.tools.injected import RunConfig
 from ragtools.retrieval.tools.messages import ToolCall
@@ -62,20 +66,16 @@ from ragtools.retrieval.tools.schema import (
 __all__ = [
     "ArgsSchema",
     "BaseTool",
-    "ErrorHandler",
     "ResponseFormat",
     "ToolInput",
     "ToolOutput",
-    "run_coroutine_sync",
 ]
 
 logger = logging.getLogger(__name__)
 
 ArgsSchema: TypeAlias = type[BaseModel] | dict[str, Any]
 ToolInput: TypeAlias = str | dict[str, Any] | ToolCall
-ErrorHandler: TypeAlias = bool | str | Callable[[Exception], Any] | None
 ResponseFormat: TypeAlias = Literal["content", "content_and_artifact"]
-_T = TypeVar("_T")
 _VALIDATION_MESSAGE = "Tool input validation error"
 
 
@@ -137,13 +137,7 @@ class BaseTool(BaseModel, ABC):
             )
             raise ConfigError(msg)
         for option in ("handle_tool_error", "handle_validation_error"):
-            value = getattr(self, option)
-            if not (value is None or isinstance(value, (bool, str)) or callable(value)):
-                msg = (
-                    f"tool {self.name!r}: {option} must be a bool, a string or a callable "
-                    f"exception -> content, got {value!r}"
-                )
-                raise ConfigError(msg)
+            check_error_handler(f"tool {self.name!r}", option, getattr(self, option))
 
     # --- schemas -------------------------------------------------------------------------
 
@@ -306,23 +300,9 @@ class BaseTool(BaseModel, ABC):
             return_exceptions: put an exception in its slot instead of raising it.
             **kwargs: injected argument values, shared by every call.
         """
-        workers = (config or {}).get("max_concurrency") or min(32, max(1, len(inputs)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [
-                pool.submit(
-                    contextvars.copy_context().run, partial(self.invoke, item, config, **kwargs)
-                )
-                for item in inputs
-            ]
-            results: list[Any] = []
-            for future in futures:
-                try:
-                    results.append(future.result())
-                except Exception as exc:
-                    if not return_exceptions:
-                        raise
-                    results.append(exc)
-        return results
+        call = partial(self.invoke, config=config, **kwargs)
+        limit = (config or {}).get("max_concurrency")
+        return batch_calls(call, inputs, limit, return_exceptions=return_exceptions)
 
     async def abatch(
         self,
@@ -333,19 +313,9 @@ class BaseTool(BaseModel, ABC):
         **kwargs: Any,
     ) -> list[Any]:
         """:meth:`ainvoke` each input concurrently; results in input order."""
+        call = partial(self.ainvoke, config=config, **kwargs)
         limit = (config or {}).get("max_concurrency")
-        semaphore = asyncio.Semaphore(limit) if limit else None
-
-        async def one(item: ToolInput) -> Any:
-            if semaphore is None:
-                return await self.ainvoke(item, config, **kwargs)
-            async with semaphore:
-                return await self.ainvoke(item, config, **kwargs)
-
-        gathered = await asyncio.gather(
-            *(one(item) for item in inputs), return_exceptions=return_exceptions
-        )
-        return list(gathered)
+        return await abatch_calls(call, inputs, limit, return_exceptions=return_exceptions)
 
     # --- to implement --------------------------------------------------------------------
 
@@ -385,14 +355,7 @@ class BaseTool(BaseModel, ABC):
             handler, default = self.handle_tool_error, (str(exc) or "Tool execution error")
         else:
             raise exc
-        if handler is None or handler is False:
-            raise exc
-        if handler is True:
-            content: Any = default
-        elif isinstance(handler, str):
-            content = handler
-        else:
-            content = handler(exc)
+        content = handled_content(handler, exc, default)
         logger.info("tool %s: %s handled as content: %s", self.name, type(exc).__name__, exc)
         return ToolOutput(content=content, status="error", tool_call_id=call_id)
 
@@ -419,23 +382,3 @@ class BaseTool(BaseModel, ABC):
                 self.name,
             )
         return output.content
-
-
-def run_coroutine_sync(factory: Callable[[], Awaitable[_T]]) -> _T:
-    """Run a coroutine to completion from sync code, even inside a running event loop.
-
-    With no loop in this thread it uses :func:`asyncio.run`; inside a loop (sync ``invoke``
-    called from async code) it runs a fresh loop in a worker thread, since blocking the
-    caller's loop on itself would deadlock.
-    """
-
-    async def main() -> _T:
-        return await factory()
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(main())
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        context = contextvars.copy_context()
-        return pool.submit(context.run, asyncio.run, main()).result()

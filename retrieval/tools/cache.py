@@ -1,8 +1,9 @@
 """A result cache for deterministic tools, with a time-to-live and a size bound.
 
 Qwen-Agent caches the results of deterministic tools (its ``ToolCache``: TTL, maximum size,
-key from the tool name and parameters). ``cachetools`` is not a dependency, so this is a small
-``OrderedDict`` LRU guarded by a lock:
+key from the tool name and parameters). The storage is ``cachetools``' ``TTLCache`` (or its
+``LRUCache`` when nothing expires), which is not thread-safe by itself, so every access holds
+one lock; this class adds the canonical keys and the counters ``cachetools`` does not keep:
 
 * the key is the tool name plus the **canonical JSON** of the arguments (sorted keys, no
   whitespace), so ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` hit the same entry; arguments
@@ -31,10 +32,11 @@ import json
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, cast
+
+import cachetools
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
 from ragtools.retrieval.tools.messages import ToolMessage, is_tool_call
@@ -61,7 +63,7 @@ class CacheInfo:
 
 
 class ToolResultCache:
-    """Thread-safe LRU cache with per-entry time-to-live.
+    """Thread-safe LRU cache with per-entry time-to-live, on ``cachetools``.
 
     Args:
         maxsize: the most entries kept (>= 1).
@@ -87,8 +89,11 @@ class ToolResultCache:
             raise ConfigError(msg)
         self.maxsize = maxsize
         self.ttl = ttl
-        self._clock = clock
-        self._entries: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+        self._entries: cachetools.Cache[str, Any] = (
+            cachetools.LRUCache(maxsize)
+            if ttl is None
+            else cachetools.TTLCache(maxsize, ttl, timer=clock)
+        )
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = self._expirations = 0
 
@@ -103,35 +108,30 @@ class ToolResultCache:
             return None
         return f"{tool_name}\x00{canonical}"
 
+    def _expire(self) -> None:
+        """Drop expired entries now (``cachetools`` only hides them), counting them."""
+        if isinstance(self._entries, cachetools.TTLCache):
+            self._expirations += len(self._entries.expire())
+
     def lookup(self, key: str) -> tuple[bool, Any]:
         """``(True, value)`` for a live entry (marked recently used), else ``(False, None)``."""
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0] <= self._clock():
-                del self._entries[key]
-                self._expirations += 1
-                entry = None
-            if entry is None:
+            self._expire()
+            try:
+                value = self._entries[key]
+            except KeyError:
                 self._misses += 1
                 return False, None
-            self._entries.move_to_end(key)
             self._hits += 1
-            return True, entry[1]
+            return True, value
 
     def put(self, key: str, value: Any) -> None:
         """Store ``value``; makes room by dropping expired, then least recently used entries."""
         with self._lock:
-            now = self._clock()
-            expires = now + self.ttl if self.ttl is not None else float("inf")
-            self._entries.pop(key, None)
-            if len(self._entries) >= self.maxsize:
-                for old_key in [k for k, (exp, _) in self._entries.items() if exp <= now]:
-                    del self._entries[old_key]
-                    self._expirations += 1
-            while len(self._entries) >= self.maxsize:
-                self._entries.popitem(last=False)
-                self._evictions += 1
-            self._entries[key] = (expires, value)
+            self._expire()
+            if key not in self._entries and len(self._entries) >= self.maxsize:
+                self._evictions += 1  # cachetools drops the least recently used entry
+            self._entries[key] = value
 
     def clear(self) -> None:
         """Drop every entry (counters are kept)."""
@@ -141,6 +141,7 @@ class ToolResultCache:
     def info(self) -> CacheInfo:
         """Hit, miss, eviction and expiration counts, and the current size."""
         with self._lock:
+            self._expire()
             return CacheInfo(
                 self._hits,
                 self._misses,
@@ -152,6 +153,7 @@ class ToolResultCache:
 
     def __len__(self) -> int:
         with self._lock:
+            self._expire()
             return len(self._entries)
 
 

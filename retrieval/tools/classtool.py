@@ -20,8 +20,10 @@ Both follow the duck-typed tool protocol of :class:`~retrieval.tools.node.ToolsN
 :func:`~retrieval.tools.params.format_result` of the result; ``invoke(arguments)`` returns the
 result itself; ``ainvoke`` runs ``invoke`` in a worker thread. With a ToolCall, a
 :class:`~parsers.errors.ToolInputError` (bad JSON, missing or invalid arguments) becomes an
-error message the model can correct (``status="error"``) unless ``handle_input_errors`` is off;
-other exceptions propagate.
+error message the model can correct (``status="error"``) as ``handle_tool_error`` says: the
+option of the same name and meaning as on :class:`~retrieval.tools.base.BaseTool`, except that
+it defaults to ``True`` here (Qwen-Agent shows bad input to the model); other exceptions
+propagate.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any, overload
 from pydantic import BaseModel, ValidationError
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.exceptions import ErrorHandler, check_error_handler, handled_content
 from ragtools.retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call
 from ragtools.retrieval.tools.params import (
     ParametersSpec,
@@ -57,7 +60,7 @@ class _InvokeMixin:
     """``invoke``/``ainvoke`` on top of a ``_run(arguments, **kwargs)`` method."""
 
     name: str
-    handle_input_errors: bool = True
+    handle_tool_error: ErrorHandler = True
 
     def _run(self, arguments: ToolArguments, **kwargs: Any) -> Any:
         raise NotImplementedError
@@ -77,8 +80,8 @@ class _InvokeMixin:
             **kwargs: passed on to the tool's ``call``.
 
         Raises:
-            ToolInputError: invalid arguments, when not invoked with a ToolCall (or when
-                ``handle_input_errors`` is off).
+            ToolInputError: invalid arguments (a ToolException included), when not invoked
+                with a ToolCall (or when ``handle_tool_error`` is off).
         """
         if not (isinstance(tool_input, Mapping) and is_tool_call(tool_input)):
             return self._run(tool_input, **kwargs)
@@ -86,11 +89,10 @@ class _InvokeMixin:
         try:
             result = self._run(tool_input["args"], **kwargs)
         except ToolInputError as exc:
-            if not self.handle_input_errors:
-                raise
+            content = handled_content(self.handle_tool_error, exc, str(exc))
             logger.info("tool %r rejected its input: %s", self.name, exc)
             return ToolMessage(
-                content=str(exc), tool_call_id=call_id, name=self.name, status="error"
+                content=content, tool_call_id=call_id, name=self.name, status="error"
             )
         return ToolMessage(content=format_result(result), tool_call_id=call_id, name=self.name)
 
@@ -111,11 +113,14 @@ class FunctionTool(_InvokeMixin, ABC):
         parameters: list form (``[{"name", "type", "description", "required"}]``) or a JSON
             schema of type object.
         strict_json: parse argument text as strict JSON instead of JSON5.
-        handle_input_errors: turn ToolInputError into an error ToolMessage under ``invoke``.
+        handle_tool_error: how ``invoke`` with a ToolCall answers a ToolInputError (a
+            ToolException included): ``True`` (its text), a string, ``exc -> str`` (a
+            ``staticmethod`` when set on the class), or ``False`` to raise it.
         config: the keyword configuration given to the constructor.
 
     Raises:
-        ConfigError: on instantiation, when ``name`` is empty or ``parameters`` is invalid.
+        ConfigError: on instantiation, when ``name`` is empty, ``parameters`` is invalid or
+            ``handle_tool_error`` is of the wrong kind.
 
     Example:
         >>> class Add(FunctionTool):
@@ -143,6 +148,7 @@ class FunctionTool(_InvokeMixin, ABC):
                 f"{type(self).__name__} has no name; set the class attribute or use @register_tool"
             )
             raise ConfigError(msg)
+        check_error_handler(type(self).__name__, "handle_tool_error", self.handle_tool_error)
         self.config: dict[str, Any] = dict(config)
         self._schema = to_json_schema(self.parameters)
 
@@ -189,9 +195,11 @@ class ModelTool(_InvokeMixin):
         model: the model class; its fields are the tool's arguments.
         name: tool name (default: the class name).
         description: for the model (default: the class docstring).
+        handle_tool_error: as on :class:`FunctionTool` (default ``True``).
 
     Raises:
-        ConfigError: ``model`` is not a pydantic model class, or has no callable ``run``.
+        ConfigError: ``model`` is not a pydantic model class, has no callable ``run``, or
+            ``handle_tool_error`` is of the wrong kind.
 
     Example:
         >>> class Multiply(BaseModel):
@@ -205,7 +213,12 @@ class ModelTool(_InvokeMixin):
     """
 
     def __init__(
-        self, model: type[BaseModel], *, name: str | None = None, description: str | None = None
+        self,
+        model: type[BaseModel],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        handle_tool_error: ErrorHandler = True,
     ) -> None:
         if not isinstance(model, type) or not issubclass(model, BaseModel):
             msg = f"A model tool must be a pydantic BaseModel subclass, got {model!r}"
@@ -213,6 +226,8 @@ class ModelTool(_InvokeMixin):
         if not callable(getattr(model, "run", None)):
             msg = f"Model tool {model.__name__} needs a callable `run` method"
             raise ConfigError(msg)
+        check_error_handler(f"ModelTool {model.__name__}", "handle_tool_error", handle_tool_error)
+        self.handle_tool_error = handle_tool_error
         self.model = model
         self.name = name or model.__name__
         self.description = description if description is not None else inspect.getdoc(model) or ""

@@ -123,15 +123,16 @@ def tool(
         infer_schema: infer the schema from the signature; False gives a single-input Tool.
         response_format: ``"content_and_artifact"`` when the function returns a pair.
         parse_docstring: take argument descriptions from a Google-style docstring.
-        error_on_invalid_docstring: with ``parse_docstring``, raise ``ValueError`` on a
-            malformed docstring.
+        error_on_invalid_docstring: with ``parse_docstring``, raise ``ConfigError`` (a
+            ``ValueError``) on a malformed docstring.
 
     Returns:
         The tool, or a decorator producing it (forms ``@tool("name")`` and
         ``@tool(...options)``).
 
     Raises:
-        ConfigError: nothing to name the tool after, or no description to be found.
+        ConfigError: nothing to name the tool after, no description to be found, or an
+            invalid docstring with ``error_on_invalid_docstring``.
 
     Example:
         >>> @tool

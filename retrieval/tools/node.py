@@ -22,10 +22,10 @@ Choices, after Eino's ``ToolsNodeConfig``:
   around the tool itself. :func:`~retrieval.tools.execution.get_current_tool_call_id` gives the
   current call id inside tools, middleware and callbacks.
 * Errors propagate, like Eino: in parallel mode every call finishes, then the first failure in
-  call order is raised. ``handle_tool_errors`` turns them into messages with
-  ``status="error"`` instead: ``True`` (the exception text), a fixed string, or a callable
-  ``exc -> str``. Errors of the arguments handler and of argument parsing count as the call's
-  errors.
+  call order is raised. ``handle_tool_error`` (the option of the same name on every tool)
+  turns them into messages with ``status="error"`` instead: ``True`` (the exception text), a
+  fixed string, or a callable ``exc -> str``. Errors of the arguments handler and of argument
+  parsing count as the call's errors.
 * :meth:`ToolsNode.stream` yields :class:`~retrieval.tools.execution.ToolChunk` objects tagged
   with the call index; tools with a ``stream`` method stream chunk by chunk, others give one
   chunk; every call's last chunk carries its complete message, so
@@ -50,13 +50,13 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.exceptions import ErrorHandler, check_error_handler
 from ragtools.retrieval.tools.execution import ToolCallbacks, ToolChunk, ToolMiddleware
 from ragtools.retrieval.tools.messages import ToolMessage
 from ragtools.retrieval.tools.params import ToolInfo
 from ragtools.retrieval.tools.registry import UnknownToolError
 from ragtools.retrieval.tools.runner import (
     CallRunner,
-    ErrorHandling,
     ResolvedCall,
     ToolArgumentsHandler,
     UnknownToolsHandler,
@@ -135,14 +135,15 @@ class ToolsNode:
         tool_arguments_handler: ``(name, arguments_json) -> str | dict`` run before each call.
         middlewares: wrappers around each call; the first is the outermost.
         callbacks: one or several :class:`ToolCallbacks`.
-        handle_tool_errors: ``False`` raises; ``True``, a string or ``exc -> str`` gives an error
+        handle_tool_error: ``False`` raises; ``True``, a string or ``exc -> str`` gives an error
             message instead.
         max_workers: thread-pool size for parallel sync calls (default: one per call).
         strict_json: parse argument text as strict JSON instead of JSON5.
 
     Raises:
         ConfigError: duplicate or empty tool names, a tool with neither ``invoke`` nor
-            ``stream``, a middleware that is not a ToolMiddleware, or ``max_workers < 1``.
+            ``stream``, a middleware that is not a ToolMiddleware, ``max_workers < 1``, or a
+            ``handle_tool_error`` that is not a bool, a string or a callable.
 
     Example:
         >>> node = ToolsNode([weather])  # doctest: +SKIP
@@ -159,7 +160,7 @@ class ToolsNode:
         tool_arguments_handler: ToolArgumentsHandler | None = None,
         middlewares: Sequence[ToolMiddleware] = (),
         callbacks: ToolCallbacks | Sequence[ToolCallbacks] | None = None,
-        handle_tool_errors: ErrorHandling = False,
+        handle_tool_error: ErrorHandler = False,
         max_workers: int | None = None,
         strict_json: bool = False,
     ) -> None:
@@ -183,6 +184,7 @@ class ToolsNode:
         if max_workers is not None and max_workers < 1:
             msg = f"max_workers must be >= 1 or None, got {max_workers}"
             raise ConfigError(msg)
+        check_error_handler("ToolsNode", "handle_tool_error", handle_tool_error)
         self.execute_sequentially = execute_sequentially
         self._has_unknown_handler = unknown_tools_handler is not None
         self._max_workers = max_workers
@@ -191,7 +193,7 @@ class ToolsNode:
             tool_arguments_handler=tool_arguments_handler,
             middlewares=middlewares,
             callbacks=callbacks,
-            handle_tool_errors=handle_tool_errors,
+            handle_tool_error=handle_tool_error,
             strict_json=strict_json,
         )
 
@@ -220,7 +222,7 @@ class ToolsNode:
 
         Raises:
             UnknownToolError: a call names a missing tool and there is no handler.
-            Exception: the first failing call's exception, unless ``handle_tool_errors``.
+            Exception: the first failing call's exception, unless ``handle_tool_error``.
         """
         calls = self._resolve(tool_calls)
         if self.execute_sequentially or len(calls) <= 1:
@@ -252,7 +254,7 @@ class ToolsNode:
 
         Unknown tools are detected before anything runs (so this raises immediately); tool
         errors are raised from the iterator when they occur (or become an error message with
-        ``handle_tool_errors``). In parallel mode chunks of different calls interleave.
+        ``handle_tool_error``). In parallel mode chunks of different calls interleave.
         """
         calls = self._resolve(tool_calls)
         if self.execute_sequentially or len(calls) <= 1:

@@ -10,7 +10,8 @@ in order); :class:`CallRunner` decides *how* one call runs, the same way in ever
 4. the middleware chain runs (first middleware outermost), its innermost endpoint firing the
    callbacks around the tool itself and logging the call's duration at DEBUG;
 5. any exception of steps 3-4 is re-raised, or turned into an error message
-   (``status="error"``) when ``handle_tool_errors`` says so.
+   (``status="error"``) when ``handle_tool_error`` says so (the same option, with the same
+   meaning, as on :class:`~retrieval.tools.base.BaseTool`).
 
 ``invoke`` uses ``tool.invoke`` (or joins ``tool.stream``), ``ainvoke`` uses ``tool.ainvoke`` (or
 ``tool.invoke`` in a thread); when a middleware has an ``invoke`` variant but no ``ainvoke`` one,
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragtools.retrieval.tools.exceptions import ErrorHandler, handled_content
 from ragtools.retrieval.tools.execution import (
     AsyncInvokeEndpoint,
     CallbackGroup,
@@ -50,7 +52,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "CallRunner",
-    "ErrorHandling",
     "ResolvedCall",
     "ToolArgumentsHandler",
     "UnknownToolsHandler",
@@ -61,8 +62,6 @@ UnknownToolsHandler = Callable[[str, str], str]
 """``(tool_name, arguments_json) -> content`` for calls naming a tool that does not exist."""
 ToolArgumentsHandler = Callable[[str, str], str | Mapping[str, Any]]
 """``(tool_name, arguments_json) -> arguments`` run on each known call before parsing."""
-ErrorHandling = bool | str | Callable[[Exception], str]
-"""``False``: raise; ``True``: the exception text; a string; or ``exc -> str``."""
 
 
 @dataclass(frozen=True)
@@ -94,14 +93,14 @@ class CallRunner:
         tool_arguments_handler: ToolArgumentsHandler | None = None,
         middlewares: Sequence[ToolMiddleware] = (),
         callbacks: ToolCallbacks | Sequence[ToolCallbacks] | None = None,
-        handle_tool_errors: ErrorHandling = False,
+        handle_tool_error: ErrorHandler = False,
         strict_json: bool = False,
     ) -> None:
         self._unknown_handler = unknown_tools_handler
         self._arguments_handler = tool_arguments_handler
         self._middlewares = tuple(middlewares)
         self._callbacks = CallbackGroup(callbacks)
-        self._handle_errors = handle_tool_errors
+        self._handle_error = handle_tool_error
         self._strict_json = strict_json
 
     def stream(self, call: ResolvedCall) -> Iterator[ToolChunk]:
@@ -125,16 +124,11 @@ class CallRunner:
         return ToolMessage(content=content, tool_call_id=call.call_id, name=call.name)
 
     def _on_failure(self, call: ResolvedCall, exc: Exception) -> ToolMessage:
-        handling = self._handle_errors
-        if handling is False:
+        try:
+            content = handled_content(self._handle_error, exc, str(exc) or type(exc).__name__)
+        except Exception:
             logger.debug("tool %r (call %s) failed: %r", call.name, call.call_id, exc)
-            raise exc
-        if handling is True:
-            content = str(exc) or type(exc).__name__
-        elif isinstance(handling, str):
-            content = handling
-        else:
-            content = handling(exc)
+            raise
         logger.warning("tool %r (call %s) failed, error returned: %s", call.name, call.call_id, exc)
         return ToolMessage(
             content=content, tool_call_id=call.call_id, name=call.name, status="error"

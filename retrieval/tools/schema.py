@@ -22,7 +22,8 @@ parsed by ``docstring_parser``), then a string in ``Annotated[T, "text"]``, then
 ``Field(description=...)`` given as default or inside ``Annotated``. Values are coerced by
 pydantic's lax mode, so ``{"a": 2, "b": "4"}`` calls ``add(2, 4)``.
 
-With ``error_on_invalid_docstring`` a docstring is rejected (``ValueError``) when it has no
+With ``error_on_invalid_docstring`` a docstring is rejected (``ConfigError``, a construction
+mistake; it subclasses the ``ValueError`` the seed names) when it has no
 ``Args:`` section while the function takes arguments, when ``Args:`` is not separated from the
 summary by a blank line, or when it documents an argument the signature lacks.
 """
@@ -91,8 +92,8 @@ def create_schema_from_function(
 
     Raises:
         ConfigError: a type hint cannot be resolved (e.g. a class defined inside a function
-            while annotations are postponed).
-        ValueError: the docstring is invalid and ``error_on_invalid_docstring`` is set.
+            while annotations are postponed), or the docstring is invalid and
+            ``error_on_invalid_docstring`` is set (a ``ValueError``, as the seed documents).
 
     Example:
         >>> def add(a: int, b: int = 1) -> int:
@@ -264,7 +265,7 @@ def _parse_docstring(
     except docstring_parser.ParseError as exc:
         if strict:
             msg = f"invalid Google-style docstring of {name!r}: {exc}"
-            raise ValueError(msg) from exc
+            raise ConfigError(msg) from exc
         logger.debug("docstring of %s not parsed (%s); using it whole", name, exc)
         return doc, {}
     description = "\n\n".join(
@@ -281,12 +282,12 @@ def _parse_docstring(
             f"docstring of {name!r} documents {unknown}, which are not in its signature "
             f"{signature_args}; fix the names or set error_on_invalid_docstring=False"
         )
-        raise ValueError(msg)
+        raise ConfigError(msg)
     return description, {k: v for k, v in arg_docs.items() if k not in unknown and v}
 
 
 def _check_docstring(name: str, doc: str, model_args: list[str]) -> None:
-    """Raise ``ValueError`` for a missing ``Args:`` section or bad spacing before it."""
+    """Raise ``ConfigError`` (a ``ValueError``) for no ``Args:`` section or bad spacing."""
     lines = doc.splitlines()
     header = next((i for i, line in enumerate(lines) if _ARGS_HEADER.match(line)), None)
     if header is None:
@@ -295,7 +296,7 @@ def _check_docstring(name: str, doc: str, model_args: list[str]) -> None:
                 f"docstring of {name!r} has no 'Args:' section documenting {model_args}; add "
                 "one (Google style) or set error_on_invalid_docstring=False"
             )
-            raise ValueError(msg)
+            raise ConfigError(msg)
         return
     if header == 0 or lines[header - 1].strip():
         msg = (
@@ -303,4 +304,4 @@ def _check_docstring(name: str, doc: str, model_args: list[str]) -> None:
             "(Google style); add the summary or the blank line, or set "
             "error_on_invalid_docstring=False"
         )
-        raise ValueError(msg)
+        raise ConfigError(msg)

@@ -2,9 +2,10 @@
 
 The oldest agent tool shape: one string in, content out. The model sees one argument,
 ``tool_input`` (or the single field of ``args_schema`` when one is given). A dict input must
-hold exactly one value; more is a :class:`ToolException` telling the user to use
-:class:`~retrieval.tools.structured.StructuredTool`, and so is building a ``Tool`` from a
-function that needs more than one argument.
+hold exactly one value; more is a :class:`ToolException` (a run-time failure the model may see)
+telling the user to use :class:`~retrieval.tools.structured.StructuredTool`. Building a ``Tool``
+from a function that needs more than one argument is a construction mistake, so it raises
+:class:`~parsers.errors.ConfigError` at once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.arguments import config_parameter
-from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, run_coroutine_sync
+from ragtools.retrieval.tools.base import ArgsSchema, BaseTool
+from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.exceptions import ToolException
 from ragtools.retrieval.tools.schema import FILTERED_ARGS
 
@@ -46,7 +48,7 @@ class Tool(BaseTool):
         super()._check_settings()
         if self.func is None and self.coroutine is None:
             msg = f"tool {self.name!r}: give func and/or coroutine"
-            raise ToolException(msg)
+            raise ConfigError(msg)
         for fn in (self.func, self.coroutine):
             required = _required_parameters(fn)
             if len(required) > 1:
@@ -54,7 +56,7 @@ class Tool(BaseTool):
                     f"Tool {self.name!r} takes a single input but its function needs "
                     f"{required}; use StructuredTool (or @tool) for several arguments"
                 )
-                raise ToolException(msg)
+                raise ConfigError(msg)
 
     @classmethod
     def from_function(

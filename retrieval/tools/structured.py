@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.arguments import config_parameter
-from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat, run_coroutine_sync
+from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat
+from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.schema import create_schema_from_function
 
 __all__ = ["StructuredTool"]
@@ -80,7 +81,8 @@ class StructuredTool(BaseTool):
             response_format: ``"content_and_artifact"`` when the function returns
                 ``(content, artifact)``.
             parse_docstring: take argument descriptions from a Google-style docstring.
-            error_on_invalid_docstring: raise ``ValueError`` on a malformed docstring.
+            error_on_invalid_docstring: raise ``ConfigError`` (a ``ValueError``) on a malformed
+                docstring.
             **kwargs: further :class:`BaseTool` fields (``handle_tool_error``, ``extras``,
                 ``metadata``, ...).
 
@@ -88,8 +90,8 @@ class StructuredTool(BaseTool):
             The tool.
 
         Raises:
-            ConfigError: no function, no name, or no description.
-            ValueError: invalid docstring with ``error_on_invalid_docstring``.
+            ConfigError: no function, no name, no description, or an invalid docstring with
+                ``error_on_invalid_docstring`` (a ``ValueError``, as the seed documents).
 
         Example:
             >>> def add(a: int, b: int) -> int:

@@ -60,6 +60,17 @@ class TestToolResultCache:
         info = cache.info()
         assert (info.hits, info.misses, info.expirations, info.size) == (1, 1, 1, 0)
 
+    def test_expired_entries_leave_the_size_before_the_cache_is_full(self) -> None:
+        clock = FakeClock()
+        cache = ToolResultCache(maxsize=10, ttl=5, clock=clock)
+        cache.put("a", 1)
+        cache.put("b", 2)
+        clock.now += 5
+        cache.put("c", 3)
+        info = cache.info()
+        assert (len(cache), info.size, info.expirations, info.evictions) == (1, 1, 2, 0)
+        assert cache.lookup("c") == (True, 3)
+
     def test_no_ttl_keeps_entries(self) -> None:
         clock = FakeClock()
         cache = ToolResultCache(maxsize=2, ttl=None, clock=clock)

@@ -112,7 +112,7 @@ class TestFunctionTool:
 
     def test_bad_input_raises_when_not_handled(self) -> None:
         class Strict(Weather):
-            handle_input_errors = False
+            handle_tool_error = False
 
         with pytest.raises(ToolInputError):
             Strict().invoke(make_tool_call("weather", {}, id="c3"))

@@ -194,7 +194,7 @@ class TestErrorHandling:
         ],
     )
     def test_errors_become_error_messages(self, handling: Any, expected: str) -> None:
-        node = ToolsNode([SleepyTool()], handle_tool_errors=handling)
+        node = ToolsNode([SleepyTool()], handle_tool_error=handling)
         messages = node.invoke(calls(("sleepy", {"x": 0}), ("sleepy", {"x": 1, "fail": True})))
         assert [m.status for m in messages] == ["success", "error"]
         assert messages[1].content == expected
@@ -204,7 +204,7 @@ class TestErrorHandling:
         openai_call = {"id": "o1", "function": {"name": "sleepy", "arguments": "{x: "}}
         with pytest.raises(ToolInputError, match="Parameters must be formatted as a valid JSON!"):
             ToolsNode([SleepyTool()]).invoke([openai_call])
-        [message] = ToolsNode([SleepyTool()], handle_tool_errors=True).invoke([openai_call])
+        [message] = ToolsNode([SleepyTool()], handle_tool_error=True).invoke([openai_call])
         assert message.status == "error"
         assert message.content.startswith("Parameters must be formatted as a valid JSON!")
 
@@ -280,7 +280,7 @@ class TestArgumentsHandler:
 
         with pytest.raises(ToolInputError, match="refused"):
             ToolsNode([SleepyTool()], tool_arguments_handler=refuse).invoke(calls(("sleepy", {})))
-        node = ToolsNode([SleepyTool()], tool_arguments_handler=refuse, handle_tool_errors=True)
+        node = ToolsNode([SleepyTool()], tool_arguments_handler=refuse, handle_tool_error=True)
         assert node.invoke(calls(("sleepy", {})))[0].content == "arguments refused"
 
 
@@ -421,7 +421,7 @@ class TestCallbacks:
 
     def test_error(self) -> None:
         events: list[tuple[str, Any]] = []
-        node = ToolsNode([SleepyTool()], callbacks=self._recorder(events), handle_tool_errors=True)
+        node = ToolsNode([SleepyTool()], callbacks=self._recorder(events), handle_tool_error=True)
         node.invoke(calls(("sleepy", {"x": 1, "fail": True})))
         assert events == [("start", ("sleepy", {"x": 1, "fail": True})), ("error", "boom 1")]
 
@@ -532,7 +532,7 @@ class TestStream:
         assert awaited.content == "ab"
 
     def test_stream_error_handled(self) -> None:
-        node = ToolsNode([SpellTool()], handle_tool_errors=True)
+        node = ToolsNode([SpellTool()], handle_tool_error=True)
         chunks = list(node.stream(calls(("spell", {"word": "ab", "fail": True}))))
         assert [c.content for c in chunks] == ["a", "b", "spelling failed"]
         assert chunks[-1].message is not None and chunks[-1].message.status == "error"

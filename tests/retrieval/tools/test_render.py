@@ -11,12 +11,12 @@ from ragtools.retrieval.tools import (
     InjectedToolArg,
     RunConfig,
     Tool,
-    convert_to_openai_function,
     convert_to_openai_tool,
     render_text_description,
     render_text_description_and_args,
     tool,
 )
+from ragtools.retrieval.tools.render import convert_to_openai_function
 
 
 class Address(BaseModel):

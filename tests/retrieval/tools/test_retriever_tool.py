@@ -15,10 +15,9 @@ from ragtools.retrieval.tools import (
     ToolMessage,
     convert_to_openai_tool,
     create_retriever_tool,
-    format_hit,
-    format_hits,
     make_tool_call,
 )
+from ragtools.retrieval.tools.retriever_tool import format_hit, format_hits
 from tests.retrieval.tools.conftest import FakeRetriever
 
 QUERY_DESCRIPTION = (

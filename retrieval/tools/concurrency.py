@@ -1,0 +1,86 @@
+"""Running tool calls across threads and event loops: batches and sync-over-async.
+
+Kept apart from :mod:`retrieval.tools.base` because none of it depends on what a tool is:
+``batch``/``abatch`` only need an ``invoke``/``ainvoke`` callable, and an async-only tool
+called from sync code only needs a coroutine factory. Each thread pool task runs in a copy of
+the caller's context, so context variables (the current tool-call id) reach the tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar
+
+__all__ = ["abatch_calls", "batch_calls", "run_coroutine_sync"]
+
+_T = TypeVar("_T")
+
+
+def batch_calls(
+    invoke: Callable[[Any], Any],
+    inputs: Sequence[Any],
+    max_concurrency: int | None,
+    *,
+    return_exceptions: bool,
+) -> list[Any]:
+    """``invoke`` each input in a thread pool (at most ``max_concurrency`` threads), in order."""
+    workers = max_concurrency or min(32, max(1, len(inputs)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [
+            pool.submit(contextvars.copy_context().run, partial(invoke, item)) for item in inputs
+        ]
+        results: list[Any] = []
+        for future in futures:
+            try:
+                results.append(future.result())
+            except Exception as exc:
+                if not return_exceptions:
+                    raise
+                results.append(exc)
+    return results
+
+
+async def abatch_calls(
+    ainvoke: Callable[[Any], Awaitable[Any]],
+    inputs: Sequence[Any],
+    max_concurrency: int | None,
+    *,
+    return_exceptions: bool,
+) -> list[Any]:
+    """``ainvoke`` each input concurrently (at most ``max_concurrency`` at once), in order."""
+    semaphore = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def one(item: Any) -> Any:
+        if semaphore is None:
+            return await ainvoke(item)
+        async with semaphore:
+            return await ainvoke(item)
+
+    gathered = await asyncio.gather(
+        *(one(item) for item in inputs), return_exceptions=return_exceptions
+    )
+    return list(gathered)
+
+
+def run_coroutine_sync(factory: Callable[[], Awaitable[_T]]) -> _T:
+    """Run a coroutine to completion from sync code, even inside a running event loop.
+
+    With no loop in this thread it uses :func:`asyncio.run`; inside a loop (sync ``invoke``
+    called from async code) it runs a fresh loop in a worker thread, since blocking the
+    caller's loop on itself would deadlock.
+    """
+
+    async def main() -> _T:
+        return await factory()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        context = contextvars.copy_context()
+        return pool.submit(context.run, asyncio.run, main()).result()
