@@ -189,18 +189,29 @@ def test_reading_goes_on_without_a_usable_lock(tmp_path: Path) -> None:
     assert first.is_dir()  # nothing is collected without the lock
 
 
-def test_imports_where_fcntl_does_not_exist() -> None:
+def test_imports_and_writes_where_fcntl_does_not_exist(tmp_path: Path) -> None:
+    """As on Windows: no ``fcntl`` module. filelock then falls back to its own locks."""
     code = (
         "import sys; sys.modules['fcntl'] = None\n"
-        "import ragtools.indexes.versions, ragtools.indexes.bundle, ragtools.parsers\n"
-        "print('imported')\n"
+        "import ragtools.indexes.bundle, ragtools.parsers\n"
+        "from ragtools.indexes.versions import current_version, reading, write_version\n"
+        "root = sys.argv[1]\n"
+        "for text in ('a', 'b'):\n"
+        "    write_version(root, lambda d: (d / 'data.txt').write_text(text), keep=1)\n"
+        "with reading(root):\n"
+        "    print(current_version(root).name)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", code, str(tmp_path / "idx")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "imported"
+    assert done.stdout.strip() == "v-000002"
+    assert [p.name for p in (tmp_path / "idx" / "versions").iterdir()] == ["v-000002"]
 
 
 def test_no_module_of_the_package_imports_fcntl() -> None:
