@@ -6,24 +6,33 @@ Layout of an index root::
       CURRENT                the name of the live version, replaced with an atomic rename
       versions/v-000007/     one complete, immutable version
       versions/.tmp-...      a version being written (ignored, removed by the next save)
-      .lock                  serialises writers (fcntl.flock)
+      .lock                  serialises writers (filelock.FileLock)
+      .gc.lock               readers share it, garbage collection takes it alone
+                             (filelock.ReadWriteLock, a small SQLite database)
 
 A crash at any point leaves ``CURRENT`` naming the previous complete version or the new
 complete one, never a mix. Readers that loaded an old version keep working: its files are
 only removed ``keep`` versions later.
+
+Both locks come from ``filelock`` rather than ``fcntl``, so the package imports and works on
+Windows too. Both are released by the operating system when their holder dies (an flock or
+a ``LockFileEx`` lock, and SQLite's own file locks), so a killed writer or reader never
+leaves an index locked.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import re
 import shutil
+import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from filelock import FileLock, ReadWriteLock, Timeout
 
 from ragtools.indexes._persist import fsync_dir
 from ragtools.parsers.errors import ConfigError, IndexLoadError
@@ -79,6 +88,20 @@ def _existing(versions: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def _gc_lock(root: Path) -> ReadWriteLock | None:
+    """The reader/collector lock of ``root``, or ``None`` when it cannot be opened.
+
+    One instance per use (``is_singleton=False``): filelock's shared instance coordinates
+    processes only, and would refuse (not wait) when a thread of this process collects
+    while another thread of it reads.
+    """
+    try:
+        return ReadWriteLock(root / _GC_LOCK, is_singleton=False)
+    except (OSError, sqlite3.Error, ValueError):
+        logger.debug("index %s: no reader lock (read-only?); reading without it", root)
+        return None
+
+
 @contextlib.contextmanager
 def reading(root: str | Path) -> Iterator[None]:
     """Hold off garbage collection of versions while a reader loads one.
@@ -87,19 +110,15 @@ def reading(root: str | Path) -> Iterator[None]:
     a version cannot vanish half-way through a load. On a read-only index (no lock file can
     be created) nothing is collected anyway, and the reader goes on without the lock.
     """
-    try:
-        if not is_index_root(root):
-            raise FileNotFoundError(root)
-        handle = open(Path(root) / _GC_LOCK, "a+")  # noqa: SIM115 (closed below)
-    except OSError:
+    lock = _gc_lock(Path(root)) if is_index_root(root) else None
+    with contextlib.ExitStack() as stack:
+        if lock is not None:
+            stack.callback(lock.close)
+            try:
+                stack.enter_context(lock.read_lock())
+            except (OSError, sqlite3.Error):
+                logger.debug("index %s: reader lock unavailable; reading without it", root)
         yield
-        return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _collect(root: Path, versions: Path, keep: int) -> None:
@@ -108,27 +127,22 @@ def _collect(root: Path, versions: Path, keep: int) -> None:
     The writer never waits for readers (it would starve behind a steady stream of them):
     when the lock is taken it skips collection, and the next save collects instead.
     """
-    with open(root / _GC_LOCK, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            logger.debug("index %s: readers busy; old versions are collected later", root)
-            return
-        try:
+    lock = _gc_lock(root)
+    if lock is None:
+        return
+    try:
+        with lock.acquire_write(blocking=False):
             for _, old in _existing(versions)[:-keep] if keep > 0 else []:
                 shutil.rmtree(old, ignore_errors=True)
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    except Timeout:
+        logger.debug("index %s: readers busy; old versions are collected later", root)
+    finally:
+        lock.close()
 
 
-@contextlib.contextmanager
-def _writer_lock(root: Path) -> Iterator[None]:
-    with open(root / ".lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _writer_lock(root: Path) -> FileLock:
+    """Serialises writers of one index, across threads and processes."""
+    return FileLock(root / ".lock")
 
 
 def _fsync_tree(path: Path) -> None:

@@ -29,7 +29,7 @@ from ragtools.parsers._optional import require
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.normalize import normalize_text
-from ragtools.parsers.registry import is_zip, register_parser
+from ragtools.parsers.registry import is_ooxml, register_parser
 
 __all__ = ["parse_docx", "parse_pptx", "parse_xlsx"]
 
@@ -37,13 +37,6 @@ logger = logging.getLogger(__name__)
 
 _CELL_SEPARATOR = " | "
 _OFFICE_PRIORITY = 20  # sniffed after PDF (10), before HTML, JSON and text
-
-
-def _zip_with(prefix: bytes) -> Any:
-    def sniff(head: bytes) -> bool:
-        return is_zip(head) and prefix in head
-
-    return sniff
 
 
 def _open(loader: Any, path: Path, source: str, kind: str) -> Any:
@@ -74,7 +67,7 @@ def _docx_table_rows(table: Any) -> Iterator[str]:
 
 
 @register_parser(
-    ".docx", sniff=_zip_with(b"word/"), name="docx", _priority=_OFFICE_PRIORITY, _builtin=True
+    ".docx", sniff=is_ooxml("docx"), name="docx", _priority=_OFFICE_PRIORITY, _builtin=True
 )
 def parse_docx(path: Path, *, source: str, password: str | None = None) -> list[Document]:
     """Parse a Word document into one document.
@@ -122,7 +115,7 @@ def _shape_texts(shapes: Any) -> Iterator[str]:
 
 
 @register_parser(
-    ".pptx", sniff=_zip_with(b"ppt/"), name="pptx", _priority=_OFFICE_PRIORITY, _builtin=True
+    ".pptx", sniff=is_ooxml("pptx"), name="pptx", _priority=_OFFICE_PRIORITY, _builtin=True
 )
 def parse_pptx(path: Path, *, source: str, password: str | None = None) -> list[Document]:
     """Parse a PowerPoint deck into one document per slide with text.
@@ -158,7 +151,7 @@ def parse_pptx(path: Path, *, source: str, password: str | None = None) -> list[
 @register_parser(
     ".xlsx",
     ".xlsm",
-    sniff=_zip_with(b"xl/"),
+    sniff=is_ooxml("xlsx"),
     name="xlsx",
     _priority=_OFFICE_PRIORITY,
     _builtin=True,

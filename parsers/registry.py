@@ -23,6 +23,16 @@ right one is never second-guessed without evidence:
 
 So a PDF or an HTML page saved as ``.txt`` is parsed as what it is, and a file without a
 suffix by its content.
+
+Magic numbers come from the ``filetype`` package where it covers the case: zip archives
+(:func:`is_zip`) and DOCX, PPTX and XLSX told apart by their first member names
+(:func:`is_ooxml`). Hand-written checks remain for what it does not cover:
+
+* PDF (:func:`is_pdf`): filetype wants ``%PDF`` at byte 0 (after a UTF-8 BOM), but readers
+  (and pypdf) accept junk before the header within the first KiB, such as a mail or HTTP
+  header left in front of a saved attachment.
+* HTML (:func:`is_html`): filetype knows binary formats only; markup is text.
+* Plain text, NUL bytes and encodings (:mod:`parsers.text`): filetype never claims text.
 """
 
 from __future__ import annotations
@@ -35,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+import filetype
+
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError
 
@@ -46,6 +58,7 @@ __all__ = [
     "Sniff",
     "get_parser",
     "is_html",
+    "is_ooxml",
     "is_pdf",
     "is_zip",
     "register_parser",
@@ -196,6 +209,8 @@ def registered_suffixes() -> list[str]:
     return sorted(_BY_SUFFIX)
 
 
+_ZIP = filetype.get_type(ext="zip")
+_OOXML = frozenset({"docx", "pptx", "xlsx"})
 _HTML_START = re.compile(
     rb"^(?:\s|<!--.*?-->|<\?xml[^>]*>)*<(?:!doctype\s+html|html)[\s>]", re.I | re.S
 )
@@ -207,8 +222,25 @@ def is_pdf(head: bytes) -> bool:
 
 
 def is_zip(head: bytes) -> bool:
-    """Zip local-file-header magic (DOCX, PPTX and XLSX are zip packages)."""
-    return head.startswith(b"PK\x03\x04")
+    """A zip archive (DOCX, PPTX and XLSX are zip packages), by filetype's zip matcher."""
+    return bool(_ZIP.match(head))
+
+
+def is_ooxml(extension: str) -> Sniff:
+    """The sniffer of one Office Open XML format: ``"docx"``, ``"pptx"`` or ``"xlsx"``.
+
+    filetype reads the member names of the zip's first entries (``word/``, ``ppt/``,
+    ``xl/``), so a plain zip or another Office format is not taken for this one.
+    """
+    matcher = filetype.get_type(ext=extension)
+    if matcher is None or extension not in _OOXML:
+        msg = f"no Office Open XML format {extension!r}; choose one of {sorted(_OOXML)}"
+        raise ConfigError(msg)
+
+    def sniff(head: bytes) -> bool:
+        return bool(matcher.match(head))
+
+    return sniff
 
 
 def is_html(head: bytes) -> bool:

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from ragtools.indexes.store import read_chunks, write_chunks
-from ragtools.indexes.versions import POINTER, current_version, is_index_root, write_version
+from ragtools.indexes.versions import (
+    POINTER,
+    current_version,
+    is_index_root,
+    reading,
+    write_version,
+)
 from ragtools.parsers import Chunk, ConfigError, IndexLoadError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _writer(text: str):
@@ -86,3 +99,124 @@ def test_chunk_store_round_trip_and_bad_line(tmp_path: Path) -> None:
     path.write_text(path.read_text(encoding="utf-8") + "{not json}\n", encoding="utf-8")
     with pytest.raises(IndexLoadError, match="line 3"):
         read_chunks(path)
+
+
+def test_concurrent_writers_of_one_root_take_turns(tmp_path: Path) -> None:
+    root = tmp_path / "idx"
+    write_version(root, _writer("seed"))
+    events: list[str] = []
+    inside = threading.Event()
+
+    def slow(directory: Path) -> None:
+        events.append("enter")
+        inside.set()
+        time.sleep(0.3)  # widens the window another writer would have to interleave in
+        (directory / "data.txt").write_text("slow", encoding="utf-8")
+        events.append("leave")
+
+    def fast(directory: Path) -> None:
+        events.append("enter")
+        events.append("leave")
+        (directory / "data.txt").write_text("fast", encoding="utf-8")
+
+    first = threading.Thread(target=write_version, args=(root, slow))
+    first.start()
+    inside.wait(timeout=30)
+    second = threading.Thread(target=write_version, args=(root, fast))
+    second.start()
+    first.join()
+    second.join()
+    assert events == ["enter", "leave", "enter", "leave"]
+    assert (current_version(root) / "data.txt").read_text(encoding="utf-8") == "fast"
+    assert current_version(root).name == "v-000003"
+
+
+HOLD_READER = """
+import sys, time
+from ragtools.indexes.versions import reading
+with reading(sys.argv[1]):
+    print("reading", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("where", ["thread", "process"])
+def test_a_version_being_read_is_not_collected(tmp_path: Path, where: str) -> None:
+    root = tmp_path / "idx"
+    held = write_version(root, _writer("held"))
+    release = threading.Event()
+    if where == "process":
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLD_READER, str(root)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "reading"
+    else:
+        entered = threading.Event()
+
+        def hold() -> None:
+            with reading(root):
+                entered.set()
+                release.wait(timeout=60)
+
+        thread = threading.Thread(target=hold)
+        thread.start()
+        assert entered.wait(timeout=30)
+    for text in ("a", "b", "c"):
+        write_version(root, _writer(text), keep=1)
+    assert (held / "data.txt").read_text(encoding="utf-8") == "held"
+    if where == "process":
+        proc.communicate("\n", timeout=60)
+    else:
+        release.set()
+        thread.join()
+    live = write_version(root, _writer("d"), keep=1)
+    assert sorted(p.name for p in (root / "versions").iterdir()) == [live.name]
+
+
+def test_reading_goes_on_without_a_usable_lock(tmp_path: Path) -> None:
+    root = tmp_path / "idx"
+    first = write_version(root, _writer("x"))
+    (root / ".gc.lock").unlink(missing_ok=True)
+    (root / ".gc.lock").mkdir()  # SQLite cannot open a directory: like a read-only index
+    with reading(root):
+        second = write_version(root, _writer("y"), keep=1)
+    assert current_version(root) == second
+    assert first.is_dir()  # nothing is collected without the lock
+
+
+def test_imports_and_writes_where_fcntl_does_not_exist(tmp_path: Path) -> None:
+    """As on Windows: no ``fcntl`` module. filelock then falls back to its own locks."""
+    code = (
+        "import sys; sys.modules['fcntl'] = None\n"
+        "import ragtools.indexes.bundle, ragtools.parsers\n"
+        "from ragtools.indexes.versions import current_version, reading, write_version\n"
+        "root = sys.argv[1]\n"
+        "for text in ('a', 'b'):\n"
+        "    write_version(root, lambda d: (d / 'data.txt').write_text(text), keep=1)\n"
+        "with reading(root):\n"
+        "    print(current_version(root).name)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "idx")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "v-000002"
+    assert [p.name for p in (tmp_path / "idx" / "versions").iterdir()] == ["v-000002"]
+
+
+def test_no_module_of_the_package_imports_fcntl() -> None:
+    folders = [ROOT / "parsers", ROOT / "indexes", ROOT / "retrieval"]
+    sources = [p for folder in folders for p in folder.rglob("*.py")]
+    assert sources
+    offenders = [str(p) for p in sources if "import fcntl" in p.read_text(encoding="utf-8")]
+    assert offenders == []
