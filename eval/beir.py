@@ -17,15 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ragtools.retrieval.evaluation import evaluate_run, load_beir, render_markdown
+from ragtools.retrieval.evaluation.experiment import open_or_build, run_eval
+from ragtools.retrieval.fusion import fuse
+from ragtools.retrieval.hybrid import DEFAULT_CANDIDATE_K
+from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.vector import VectorRetriever
 
-from ragtools.retrieval.evaluation import evaluate_run, load_beir, render_markdown  # noqa: E402
-from ragtools.retrieval.evaluation.experiment import open_or_build, run_eval  # noqa: E402
-from ragtools.retrieval.fusion import fuse  # noqa: E402
-from ragtools.retrieval.hybrid import DEFAULT_CANDIDATE_K  # noqa: E402
-from ragtools.retrieval.keyword import KeywordRetriever  # noqa: E402
-from ragtools.retrieval.vector import VectorRetriever  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 GRID_WEIGHTS = [round(0.1 * i, 1) for i in range(11)]
 METHODS = ("rrf", "relative_score", "dbsf")

@@ -5,9 +5,10 @@ Usage::
     python eval/bench_bm25.py                   # SciFact: speed, memory and quality
     python eval/bench_bm25.py --synthetic 1000000   # Zipfian corpus: build, 5-term query, memory
 
-SciFact (``../shared/data/scifact``, title and text indexed together) is tokenised once with
-our default ``Tokenizer``; every system is then built from the same token lists and queried
-with the same query tokens. Measured for each system:
+SciFact (``../shared/data/scifact``, title and text indexed together, read by the parsers' BEIR
+loader as ``rag build corpus.jsonl`` reads it) is tokenised once with our default
+``Tokenizer``; every system is then built from the same token lists and queried with the same
+query tokens. Measured for each system:
 
 * build time from token lists (ours includes the weight computation of the first query);
 * single-query QPS: one query per call, one thread, top 10, over all 1,109 SciFact claims
@@ -29,7 +30,6 @@ import gc
 import json
 import logging
 import resource
-import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -38,92 +38,17 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from ragtools.indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, VARIANT_DEFAULTS, BM25Index  # noqa: E402
-from ragtools.indexes.settings import TITLE_BOOST  # noqa: E402
-from ragtools.indexes.tokenize import Tokenizer  # noqa: E402
+from ragtools.indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, VARIANT_DEFAULTS, BM25Index
+from ragtools.indexes.settings import TITLE_BOOST
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.retrieval.evaluation.studies import evaluate, load_corpus, load_titles, run_split
 
 logger = logging.getLogger("bench_bm25")
 
+ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 OUT = ROOT / "eval" / "out" / "bench_bm25.json"
 RANK_BM25 = {"okapi": "BM25Okapi", "bm25l": "BM25L", "bm25plus": "BM25Plus"}
-
-
-# ------------------------------------------------------------------------------ data
-
-
-def load_titles(root: Path) -> list[str]:
-    """The title of every corpus document, in corpus order."""
-    with open(root / "corpus.jsonl", encoding="utf-8") as handle:
-        return [json.loads(line).get("title", "") for line in handle]
-
-
-def load_scifact(root: Path) -> tuple[list[str], list[str], dict[str, str], dict[str, Any]]:
-    """Corpus ids and texts (title + text), queries by id, qrels by split."""
-    ids, texts = [], []
-    with open(root / "corpus.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            doc = json.loads(line)
-            ids.append(doc["_id"])
-            texts.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
-    queries = {}
-    with open(root / "queries.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            query = json.loads(line)
-            queries[query["_id"]] = query["text"]
-    qrels: dict[str, Any] = {}
-    for split in ("train", "test"):
-        table: dict[str, dict[str, int]] = {}
-        with open(root / "qrels" / f"{split}.tsv", encoding="utf-8") as handle:
-            next(handle)
-            for line in handle:
-                parts = line.rstrip("\r\n").split("\t")
-                if len(parts) == 3:
-                    table.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-        qrels[split] = table
-    return ids, texts, queries, qrels
-
-
-def evaluate(
-    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
-) -> dict[str, float]:
-    """Mean nDCG@10 and Recall@100 with pytrec_eval (queries without results count as 0),
-    and the standard error of the nDCG@10 mean over queries."""
-    import pytrec_eval
-
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"})
-    per_query = evaluator.evaluate({q: run.get(q, {}) for q in qrels})
-    ndcg = np.array([per_query.get(q, {}).get("ndcg_cut_10", 0.0) for q in qrels])
-    recall = [per_query.get(q, {}).get("recall_100", 0.0) for q in qrels]
-    return {
-        "ndcg@10": float(ndcg.mean()),
-        "recall@100": sum(recall) / len(qrels),
-        "ndcg@10_se": float(ndcg.std() / np.sqrt(len(ndcg))),
-    }
-
-
-def bm25_run(
-    index: BM25Index, qids: list[str], query_tokens: dict[str, list[str]], doc_ids: list[str]
-) -> dict[str, dict[str, float]]:
-    """The top 100 documents of each query as a pytrec_eval run (one ``search_batch``)."""
-    results = index.search_batch([query_tokens[q] for q in qids], k=100)
-    return {
-        qid: {doc_ids[int(r)]: float(s) for r, s in zip(rows, scores, strict=True)}
-        for qid, (rows, scores) in zip(qids, results, strict=True)
-    }
-
-
-def run_split(
-    index: BM25Index,
-    query_tokens: dict[str, list[str]],
-    qrels: dict[str, dict[str, int]],
-    doc_ids: list[str],
-) -> dict[str, float]:
-    """:func:`evaluate` of ``index`` on the queries judged in ``qrels``."""
-    return evaluate(qrels, bm25_run(index, sorted(qrels), query_tokens, doc_ids))
 
 
 # ---------------------------------------------------------------------------- timing
@@ -233,7 +158,7 @@ class BM25S(System):
 
 
 def run_scifact(args: argparse.Namespace) -> dict[str, Any]:
-    doc_ids, texts, queries, qrels = load_scifact(args.data)
+    doc_ids, texts, queries, qrels = load_corpus(args.data)
     tokenizer = Tokenizer()
     start = time.perf_counter()
     corpus = tokenizer.tokenize_many(texts)

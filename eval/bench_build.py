@@ -22,12 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ragtools.indexes.bundle import Index
+from ragtools.parsers import Document
+from ragtools.retrieval.evaluation import corpus_documents, load_beir
 
-from ragtools.indexes.bundle import Index  # noqa: E402
-from ragtools.parsers import Document  # noqa: E402
-from ragtools.retrieval.evaluation import corpus_documents, load_beir  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _size(path: Path) -> int:

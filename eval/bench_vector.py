@@ -15,8 +15,9 @@ Measured, all in one run on the same machine:
   alternating order and the best time counts, so that load from other processes on a
   shared machine does not decide the comparison; the overhead is the ratio of the sums;
 * optionally (``--batch-sweep``) our throughput for several batch sizes;
-* nDCG@10 and Recall@100 on the test split over all 5,183 documents (title + " " + text, as
-  BEIR does), computed with pytrec_eval, for the flat, HNSW and IVF indexes;
+* nDCG@10 and Recall@100 on the test split over all 5,183 documents (title + text, read by
+  the parsers' BEIR loader as ``rag build corpus.jsonl`` reads them), computed with
+  pytrec_eval, for the flat, HNSW and IVF indexes;
 * single-query and batch search latency of each index kind against a numpy brute force
   (``X @ q`` + ``argpartition``) over the same normalised vectors;
 * HNSW and IVF recall@10 against the exact flat results.
@@ -32,7 +33,6 @@ import argparse
 import json
 import logging
 import platform
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,42 +40,18 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from ragtools.indexes.embed import SentenceTransformerEmbedder  # noqa: E402
-from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache, text_key  # noqa: E402
-from ragtools.indexes.vector import VectorIndex  # noqa: E402
+from ragtools.indexes.embed import SentenceTransformerEmbedder
+from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache, text_key
+from ragtools.indexes.vector import VectorIndex
+from ragtools.retrieval.evaluation.studies import load_corpus
 
 logger = logging.getLogger("bench_vector")
 
+ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 CACHE = ROOT / "eval" / "cache" / "embeddings"
 OUT = ROOT / "eval" / "out" / "bench_vector.json"
 KINDS: dict[str, dict[str, Any]] = {"flat": {}, "hnsw": {}, "ivf": {"nlist": 64}}
-
-
-def load_scifact(root: Path) -> tuple[list[str], list[str], dict[str, str], dict[str, Any]]:
-    """Corpus ids and texts (title + " " + text), queries by id, test qrels."""
-    ids, texts = [], []
-    with open(root / "corpus.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            doc = json.loads(line)
-            ids.append(doc["_id"])
-            texts.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
-    queries = {}
-    with open(root / "queries.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            query = json.loads(line)
-            queries[query["_id"]] = query["text"]
-    qrels: dict[str, dict[str, int]] = {}
-    with open(root / "qrels" / "test.tsv", encoding="utf-8") as handle:
-        next(handle)
-        for line in handle:
-            parts = line.rstrip("\r\n").split("\t")
-            if len(parts) == 3:
-                qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-    return ids, texts, queries, qrels
 
 
 # ------------------------------------------------------------------------------ embedding
@@ -281,7 +257,8 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
-    ids, texts, queries, qrels = load_scifact(args.data)
+    ids, texts, queries, by_split = load_corpus(args.data, ("test",))
+    qrels = by_split["test"]
     qids = sorted(qrels, key=int)
     results: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},

@@ -23,7 +23,6 @@ import argparse
 import itertools
 import json
 import math
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -31,16 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.retrieval.evaluation.studies import B_GRID, K1_GRID, K3_GRID, bm25_run, load_corpus
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "eval"))
-
-from bench_bm25 import SCIFACT, bm25_run, load_scifact  # noqa: E402
-from tune_bm25 import B_GRID, K1_GRID, K3_GRID  # noqa: E402
-
-from ragtools.indexes.bm25 import BM25Index  # noqa: E402
-from ragtools.indexes.tokenize import Tokenizer  # noqa: E402
-
+SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 OUT = ROOT / "eval" / "out" / "check_bm25_selection.json"
 VARIANTS = ("bm25plus", "okapi", "lucene")
 Config = tuple[str, float, float, float]
@@ -50,7 +45,7 @@ def per_query_ndcg(data: Path) -> tuple[list[Config], np.ndarray]:
     """Every grid configuration and its (configs x train queries) nDCG@10 matrix."""
     import pytrec_eval
 
-    doc_ids, texts, queries, qrels = load_scifact(data)
+    doc_ids, texts, queries, qrels = load_corpus(data)
     train = qrels["train"]
     qids = sorted(train)
     tokenizer = Tokenizer()

@@ -32,21 +32,17 @@ import argparse
 import itertools
 import json
 import math
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.retrieval.evaluation.studies import B_GRID, K1_GRID, K3_GRID, load_corpus, run_split
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "eval"))
-
-from bench_bm25 import SCIFACT, load_scifact, run_split  # noqa: E402
-
-from ragtools.indexes.bm25 import BM25Index  # noqa: E402
-from ragtools.indexes.tokenize import Tokenizer  # noqa: E402
-
+SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 OUT = ROOT / "eval" / "out" / "tune_bm25.json"
 VARIANTS = ("okapi", "bm25l", "bm25plus", "lucene")
 TOKENIZERS = [
@@ -56,11 +52,8 @@ TOKENIZERS = [
     )
 ]
 STAGE1_POINTS = ((0.9, 0.4), (1.2, 0.75), (1.5, 0.75))
-K1_GRID = (0.6, 0.9, 1.2, 1.5, 1.8, 2.2)
-B_GRID = (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9)
 # rank-bm25's BM25+ adds delta * idf to every row, so delta never changes its ranking.
 DELTA_GRID = {"bm25l": (0.5, 0.25, 1.0, 1.5)}
-K3_GRID = (math.inf, 8.0, 2.0, 1.0, 0.5, 0.0)  # stages 1 and 2 use inf (rank-bm25's count)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=SCIFACT)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    doc_ids, texts, queries, qrels = load_scifact(args.data)
+    doc_ids, texts, queries, qrels = load_corpus(args.data)
     train, test = qrels["train"], qrels["test"]
     started = time.perf_counter()
 

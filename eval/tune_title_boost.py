@@ -20,21 +20,17 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragtools.indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, BM25Index
+from ragtools.indexes.tokenize import Tokenizer
+from ragtools.retrieval.evaluation.studies import load_corpus, load_titles, run_split
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "eval"))
-
-from bench_bm25 import SCIFACT, load_scifact, load_titles, run_split  # noqa: E402
-
-from ragtools.indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, BM25Index  # noqa: E402
-from ragtools.indexes.tokenize import Tokenizer  # noqa: E402
-
+SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 OUT = ROOT / "eval" / "out" / "tune_title_boost.json"
 BOOSTS = (0, 1, 2)
 VARIANTS = ("bm25plus", "lucene", "okapi")
@@ -48,9 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    doc_ids, texts, queries, qrels = load_scifact(args.data)
+    doc_ids, texts, queries, qrels = load_corpus(args.data)
     tokenizer = Tokenizer()
-    body_tokens = tokenizer.tokenize_many(texts)  # title + text, as bench_bm25 indexes them
+    body_tokens = tokenizer.tokenize_many(texts)  # title + text, as rag build indexes them
     title_tokens = tokenizer.tokenize_many(load_titles(args.data))
     query_tokens = {q: tokenizer(text) for q, text in queries.items()}
 

@@ -10,6 +10,8 @@
 * BEIR corpora are detected by an ``_id`` in every record: ``Document.id`` is the ``_id``
   exactly (qrels refer to it), the text is ``title + "\\n\\n" + text`` when the title is not
   empty, and ``title`` is metadata. A duplicated ``_id`` is an error (ids must be unique).
+  :func:`load_beir_corpus` is the same conversion for a file that must be BEIR (``rag eval``
+  reads its corpus with it), so an evaluation measures the text ``rag build`` indexes.
 * Records whose text is empty are skipped (logged at DEBUG with their count).
 * JSON may be an array of records (objects, or strings taken as text) or one object. A
   ``.json`` holding JSON Lines, or a ``.jsonl`` holding one JSON document, is read anyway.
@@ -34,7 +36,7 @@ from ragtools.parsers.normalize import normalize_text
 from ragtools.parsers.registry import register_parser
 from ragtools.parsers.text import decode_bytes
 
-__all__ = ["LONG_FIELD_CHARS", "load_records", "parse_csv", "parse_json"]
+__all__ = ["LONG_FIELD_CHARS", "load_beir_corpus", "load_records", "parse_csv", "parse_json"]
 
 logger = logging.getLogger(__name__)
 
@@ -240,6 +242,15 @@ def parse_csv(path: Path, *, source: str, password: str | None = None) -> list[D
     return _to_documents(_read_csv(path, source), source, None)
 
 
+def _read_file(file: Path, name: str) -> list[Record]:
+    try:
+        is_csv = file.suffix.lower() in (".csv", ".tsv")
+        return _read_csv(file, name) if is_csv else _read_json(file, name)
+    except OSError as exc:
+        msg = f"cannot read the file ({exc.strerror or exc})"
+        raise ParseError(name, msg) from exc
+
+
 def load_records(
     path: str | Path, *, text_field: str | None = None, source: str | None = None
 ) -> list[Document]:
@@ -257,12 +268,51 @@ def load_records(
     Raises:
         ParseError: unreadable file, invalid records, or ``text_field`` in no record.
     """
-    file = Path(path)
     name = str(path) if source is None else source
-    try:
-        is_csv = file.suffix.lower() in (".csv", ".tsv")
-        records = _read_csv(file, name) if is_csv else _read_json(file, name)
-    except OSError as exc:
-        msg = f"cannot read the file ({exc.strerror or exc})"
-        raise ParseError(name, msg) from exc
-    return _to_documents(records, name, text_field)
+    return _to_documents(_read_file(Path(path), name), name, text_field)
+
+
+def _check_beir_record(fields: Mapping[str, Any], source: str, row: int) -> None:
+    raw_id = fields.get("_id")
+    if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool) or raw_id == "":
+        msg = f'record {row}: "_id" must be a non-empty string or integer, got {raw_id!r}'
+        raise ParseError(source, msg)
+    if "text" not in fields:
+        msg = f'record {row}: document {str(raw_id)!r} has no "text" field'
+        raise ParseError(source, msg)
+    for key in ("title", "text"):
+        value = fields.get(key)
+        if value is not None and not isinstance(value, str):
+            msg = f"record {row}: field {key!r} must be a string, got {type(value).__name__}"
+            raise ParseError(source, msg)
+
+
+def load_beir_corpus(path: str | Path, *, source: str | None = None) -> list[Document]:
+    """Load a BEIR ``corpus.jsonl``: the documents :func:`parsers.load` makes of it, or an error.
+
+    ``parsers.load`` takes records as BEIR only when every one has an ``_id``; otherwise the
+    file becomes generic records with derived ids, which qrels cannot refer to. An
+    evaluation must fail instead, so here every record must be BEIR-shaped: an ``_id``
+    (non-empty string or integer), a ``text`` field, string (or null) ``title`` and
+    ``text``. The conversion itself is the one ``parse_json`` uses, so ``rag eval`` and
+    ``rag build corpus.jsonl`` index the same ids, texts and metadata.
+
+    Args:
+        path: the corpus file (JSON Lines; a JSON array of records is read too).
+        source: the ``source`` metadata; defaults to ``str(path)``.
+
+    Returns:
+        One document per record with text (title, text or both), in file order.
+
+    Raises:
+        ParseError: unreadable file, invalid JSON, a record that is not BEIR-shaped (named
+            by its record number: its line for JSON Lines), or a duplicate ``_id``.
+    """
+    name = str(path) if source is None else source
+    records = _read_file(Path(path), name)
+    for row, fields in records:
+        _check_beir_record(fields, name, row)
+    documents = _beir_documents(records, name)
+    if len(documents) < len(records):
+        logger.debug("%s: %d records without text skipped", name, len(records) - len(documents))
+    return documents

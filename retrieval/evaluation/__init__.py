@@ -17,6 +17,8 @@ from ragtools.retrieval.evaluation.beir import (
     available_splits,
     corpus_documents,
     load_beir,
+    load_qrels,
+    load_queries,
 )
 from ragtools.retrieval.evaluation.metrics import (
     DEFAULT_K_VALUES,
@@ -59,6 +61,8 @@ __all__ = [
     "evaluate_run",
     "latency_summary",
     "load_beir",
+    "load_qrels",
+    "load_queries",
     "per_query",
     "read_trec_run",
     "render_markdown",

@@ -7,9 +7,14 @@ The layout is the one of the BEIR release (Thakur et al. 2021)::
       queries.jsonl     {"_id": ..., "text": ...} per line
       qrels/test.tsv    header "query-id<TAB>corpus-id<TAB>score", then one judgment a line
 
+The corpus is read by the parsers' BEIR loader (:func:`parsers.records.load_beir_corpus`),
+the one ``rag build corpus.jsonl`` uses: the same NFKC and whitespace normalisation, ids,
+``title`` metadata and ``title + "\\n\\n" + text``. An evaluation therefore measures the text
+a user's index holds, not a rawer copy of it.
+
 Choices, stricter than BEIR's own ``GenericDataLoader`` where it matters for correct numbers:
 
-* every failure raises our errors with the file and line: a missing split is a
+* every failure raises our errors with the file and line (or record): a missing split is a
   :class:`ConfigError` listing the splits that exist; a missing file, invalid JSON, a record
   without ``_id``, a non-integer score or a duplicate id is a :class:`ParseError`;
 * qrels lines are tab-separated (whitespace is accepted as a fallback), LF or CRLF; the header
@@ -34,8 +39,16 @@ from typing import Any
 
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.parsers.records import load_beir_corpus
 
-__all__ = ["BeirDataset", "available_splits", "corpus_documents", "load_beir"]
+__all__ = [
+    "BeirDataset",
+    "available_splits",
+    "corpus_documents",
+    "load_beir",
+    "load_qrels",
+    "load_queries",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +62,9 @@ class BeirDataset:
     Attributes:
         name: the dataset name (the directory name unless given).
         split: the qrels split that was loaded (``test``, ``train``, ``dev``, ...).
-        corpus: every document, keyed by its BEIR ``_id``: ``{"title": str, "text": str}``.
+        corpus: every document with text, keyed by its BEIR ``_id``, in file order, as
+            :func:`parsers.load` makes it (normalised ``title + "\\n\\n" + text``, metadata
+            ``source``, ``row``, ``title`` when not empty, and the record's ``metadata``).
         queries: the text of every query judged in this split, keyed by query id.
         qrels: graded judgments ``{query_id: {doc_id: score}}``; score > 0 is relevant.
         path: the dataset directory.
@@ -57,7 +72,7 @@ class BeirDataset:
 
     name: str
     split: str
-    corpus: dict[str, dict[str, str]]
+    corpus: dict[str, Document]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     path: Path = field(default_factory=Path)
@@ -95,7 +110,7 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None)
         raise ConfigError(msg)
     qrels_path = _split_path(root, split)
     qrels = _read_qrels(qrels_path)
-    all_queries = _read_queries(root / "queries.jsonl")
+    all_queries = load_queries(root)
     missing = [qid for qid in qrels if qid not in all_queries]
     if missing:
         shown = ", ".join(repr(q) for q in missing[:5])
@@ -104,7 +119,8 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None)
             "the qrels and queries files do not belong together"
         )
         raise ParseError(qrels_path, msg)
-    corpus = _read_corpus(root / "corpus.jsonl")
+    corpus_path = _require_file(root / "corpus.jsonl")
+    corpus = {document.id: document for document in load_beir_corpus(corpus_path)}
     unknown = sum(1 for docs in qrels.values() for doc_id in docs if doc_id not in corpus)
     if unknown:
         logger.warning(
@@ -133,30 +149,38 @@ def load_beir(path: str | Path, split: str = "test", *, name: str | None = None)
 
 
 def corpus_documents(dataset: BeirDataset) -> list[Document]:
-    """Turn the corpus into :class:`parsers.Document` objects, title and text together.
+    """The corpus as documents, exactly as ``rag build corpus.jsonl`` indexes them.
 
-    The text is ``title + "\\n\\n" + text`` (just ``text`` when the title is empty), as BEIR
-    baselines index them. ``Document.id`` is the BEIR ``_id``, so hits map back to qrels.
+    ``Document.id`` is the BEIR ``_id``, so hits map back to qrels; the text is the normalised
+    ``title + "\\n\\n" + text`` (just the text when the title is empty, as BEIR baselines
+    index them) and ``metadata["title"]`` feeds the index's title boost.
 
     Args:
         dataset: a dataset from :func:`load_beir`.
 
     Returns:
-        One document per corpus entry, in corpus order, with metadata ``source`` (the
-        ``corpus.jsonl`` path) and ``title``.
+        One document per corpus entry with text, in corpus order.
     """
-    source = str(dataset.path / "corpus.jsonl")
-    documents = []
-    for doc_id, entry in dataset.corpus.items():
-        title, text = entry["title"], entry["text"]
-        documents.append(
-            Document(
-                id=doc_id,
-                text=f"{title}\n\n{text}" if title else text,
-                metadata={"source": source, "title": title},
-            )
-        )
-    return documents
+    return list(dataset.corpus.values())
+
+
+def load_queries(path: str | Path) -> dict[str, str]:
+    """Every query of a BEIR dataset directory's ``queries.jsonl``, in file order, by id.
+
+    Raises:
+        ParseError: a missing or malformed file, named with the line.
+    """
+    return _read_queries(Path(path) / "queries.jsonl")
+
+
+def load_qrels(path: str | Path, split: str = "test") -> dict[str, dict[str, int]]:
+    """The judgments ``{query_id: {doc_id: score}}`` of ``qrels/<split>.tsv``, in file order.
+
+    Raises:
+        ConfigError: ``split`` does not exist (the message lists the available splits).
+        ParseError: a missing or malformed file, named with the line.
+    """
+    return _read_qrels(_split_path(Path(path), split))
 
 
 def available_splits(root: Path) -> list[str]:
@@ -182,11 +206,16 @@ def _split_path(root: Path, split: str) -> Path:
     raise ConfigError(msg)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)`` without line endings (LF or CRLF), skipping blank lines."""
+def _require_file(path: Path) -> Path:
     if not path.is_file():
         msg = "missing file: a BEIR dataset needs corpus.jsonl, queries.jsonl and qrels/"
         raise ParseError(path, msg)
+    return path
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)`` without line endings (LF or CRLF), skipping blank lines."""
+    _require_file(path)
     try:
         with open(path, encoding="utf-8-sig", newline=None) as handle:
             for number, line in enumerate(handle, start=1):
@@ -230,19 +259,6 @@ def _text_field(path: Path, number: int, record: dict[str, Any], key: str, defau
         msg = f"line {number}: field {key!r} must be a string, got {type(value).__name__}"
         raise ParseError(path, msg)
     return value
-
-
-def _read_corpus(path: Path) -> dict[str, dict[str, str]]:
-    corpus: dict[str, dict[str, str]] = {}
-    for number, doc_id, record in _json_records(path):
-        if "text" not in record:
-            msg = f'line {number}: document {doc_id!r} has no "text" field'
-            raise ParseError(path, msg)
-        corpus[doc_id] = {
-            "title": _text_field(path, number, record, "title", ""),
-            "text": _text_field(path, number, record, "text", ""),
-        }
-    return corpus
 
 
 def _read_queries(path: Path) -> dict[str, str]:

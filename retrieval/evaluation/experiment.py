@@ -3,8 +3,9 @@
 This is the engine behind ``rag eval`` and ``eval/beir.py``. The corpus is indexed with one
 chunk per document (``EVAL_CHUNK_SIZE`` is above SciFact's longest document, 10,126
 characters), as the published BEIR figures are document-level. The index is reused when its
-manifest records the same corpus hash and settings, and its embedding cache makes a rebuild
-after a settings change cheap.
+manifest records the same documents and settings, and its embedding cache makes a rebuild
+after a settings change cheap. The documents come from the parsers' BEIR loader, the one
+``rag build corpus.jsonl`` uses, so the index holds the text a user's index would.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes._persist import sha256_file
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.versions import is_index_root
+from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 from ragtools.retrieval.base import Retriever
 from ragtools.retrieval.evaluation.beir import BeirDataset, corpus_documents, load_beir
@@ -42,10 +43,16 @@ RETRIEVER_NAMES = ("bm25", "vector", "hybrid", "hybrid_rrf", "front_page")
 _NEEDS_VECTOR = {"vector", "hybrid", "hybrid_rrf"}
 
 
-def _fingerprint(dataset: BeirDataset, settings: IndexSettings) -> str:
-    """Corpus, settings and the BM25 parameters they resolve to: an index built before a
-    default changed is rebuilt rather than measured with the old one."""
-    digest = hashlib.sha256(sha256_file(Path(dataset.path) / "corpus.jsonl").encode())
+def _fingerprint(documents: Sequence[Document], settings: IndexSettings) -> str:
+    """Documents, settings and the BM25 parameters they resolve to: an index built before a
+    default (or the corpus loader's normalisation) changed is rebuilt rather than measured
+    with the old one. ``source`` is left out so that moving the dataset keeps the index."""
+    digest = hashlib.sha256()
+    for document in documents:
+        metadata = {k: v for k, v in document.metadata.items() if k != "source"}
+        record = [document.id, document.text, metadata]
+        digest.update(json.dumps(record, sort_keys=True, ensure_ascii=False).encode())
+        digest.update(b"\n")
     digest.update(json.dumps(settings.model_dump(mode="json"), sort_keys=True).encode())
     if settings.keyword:
         resolved = settings.new_bm25().params
@@ -66,7 +73,8 @@ def open_or_build(
     settings = IndexSettings(
         chunk_size=EVAL_CHUNK_SIZE, chunk_overlap=0, vector=vector, model=model
     )
-    fingerprint = _fingerprint(dataset, settings)
+    documents = corpus_documents(dataset)
+    fingerprint = _fingerprint(documents, settings)
     if is_index_root(index_dir):
         try:
             index = Index.open(index_dir, embedder=embedder)
@@ -77,7 +85,7 @@ def open_or_build(
             logger.warning("rebuilding %s: %s", index_dir, exc)
     started = time.perf_counter()
     index = Index.from_documents(
-        corpus_documents(dataset),
+        documents,
         index_dir,
         settings=settings,
         embedder=embedder,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.bundle import Index
 
 RAG = Path(sys.executable).with_name("rag")
 
@@ -125,3 +126,50 @@ def test_build_and_hybrid_search_with_the_default_model(docs: Path, tmp_path: Pa
     info = json.loads(rag("info", str(out)).stdout)
     assert info["embedder"]["model_id"].endswith("all-MiniLM-L6-v2")
     assert info["embedder"]["dim"] == 384
+
+
+def test_eval_and_build_index_the_same_beir_text(tmp_path: Path) -> None:
+    """``rag eval`` and ``rag build corpus.jsonl`` read a BEIR corpus through one loader: the
+    same chunk ids, texts (NFKC, whitespace) and metadata (the title the boost reads)."""
+    data = tmp_path / "tiny"
+    (data / "qrels").mkdir(parents=True)
+    corpus = [
+        {
+            "_id": "d1",
+            "title": "The \ufb01sh  title",
+            "text": "Scienti\ufb01c\u00a0text\r\n\r\n\r\nend\t.",
+        },
+        {
+            "_id": "d2",
+            "title": "",
+            "text": "  \uff21\uff22 full-width bees  ",
+            "metadata": {"y": 1},
+        },
+        {"_id": "d3", "title": "Tides", "text": "The moon\u2019s gravity raises tides."},
+    ]
+    lines = [json.dumps(record) for record in corpus]
+    (data / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    query = {"_id": "q1", "text": "scientific fish"}
+    (data / "queries.jsonl").write_text(json.dumps(query) + "\n", encoding="utf-8")
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    out = tmp_path / "eval-out"
+    rag("eval", "--dataset", str(data), "--retrievers", "bm25", "--out", str(out))
+    built = tmp_path / "built"
+    options = ("--no-vector", "--chunk-size", "12000", "--chunk-overlap", "0")
+    rag("build", str(data / "corpus.jsonl"), "--out", str(built), *options)
+
+    evaluated, indexed = Index.open(out / "index").chunks, Index.open(built).chunks
+    assert (
+        [c.text for c in evaluated]
+        == [c.text for c in indexed]
+        == [
+            "The fish title\n\nScientific text\n\nend .",
+            "AB full-width bees",
+            "Tides\n\nThe moon\u2019s gravity raises tides.",
+        ]
+    )
+    assert [(c.id, c.doc_id, c.metadata) for c in evaluated] == [
+        (c.id, c.doc_id, c.metadata) for c in indexed
+    ]
+    assert [c.doc_id for c in evaluated] == ["d1", "d2", "d3"]
+    assert evaluated[0].metadata["title"] == "The fish title"

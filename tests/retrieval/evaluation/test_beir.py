@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
 
+from ragtools import parsers
 from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.retrieval.evaluation import BeirDataset, available_splits, corpus_documents, load_beir
 
@@ -64,10 +66,10 @@ def test_loads_a_split_with_crlf_and_graded_scores(tmp_path: Path) -> None:
     assert dataset.qrels == {"q2": {"2": 1}, "q1": {"d1": 2, "d3": 0}}
     assert dataset.queries == {"q2": "second?", "q1": "what is alpha"}  # judged only, qrels order
     assert dataset.num_judgments == 3
-    assert dataset.corpus == {
-        "d1": {"title": "Alpha", "text": "first text"},
-        "2": {"title": "", "text": "second text"},
-        "d3": {"title": "", "text": "third text"},
+    assert {doc_id: doc.text for doc_id, doc in dataset.corpus.items()} == {
+        "d1": "Alpha\n\nfirst text",
+        "2": "second text",
+        "d3": "third text",
     }
     train = load_beir(root, "train", name="custom")
     assert train.name == "custom" and train.queries == {"q3": "never judged in test"}
@@ -124,17 +126,23 @@ def test_malformed_json_names_the_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("records", "message"),
     [
-        ([{"_id": "d1", "text": "x"}, {"_id": "d1", "text": "y"}], "line 2: duplicate _id 'd1'"),
-        ([{"text": "no id"}], 'line 1: expected a JSON object with an "_id"'),
-        ([["not", "an", "object"]], "line 1: expected a JSON object"),
-        ([{"_id": "d1", "title": "t"}], "line 1: document 'd1' has no \"text\""),
-        ([{"_id": "d1", "text": 3}], "line 1: field 'text' must be a string"),
+        (
+            [{"_id": "d1", "text": "x"}, {"_id": "d1", "text": "y"}],
+            "duplicate _id 'd1' in records 1 and 2",
+        ),
+        ([{"text": "no id"}], 'record 1: "_id" must be a non-empty string or integer, got None'),
+        ([{"_id": True, "text": "x"}], 'record 1: "_id" must be a non-empty string'),
+        ([["not", "an", "object"]], 'record 1: "_id" must be'),  # read as 3 bare strings
+        ([{"_id": "d1", "text": "x"}, 5], "line 2 is a int; JSON Lines records must be objects"),
+        ([{"_id": "d1", "title": "t"}], "record 1: document 'd1' has no \"text\""),
+        ([{"_id": "d1", "text": 3}], "record 1: field 'text' must be a string, got int"),
     ],
 )
 def test_bad_corpus_records_raise(tmp_path: Path, records: list, message: str) -> None:
     root = write_dataset(tmp_path, corpus=records)
-    with pytest.raises(ParseError, match=message):
+    with pytest.raises(ParseError, match=re.escape(message)) as info:
         load_beir(root)
+    assert info.value.path == str(root / "corpus.jsonl")
 
 
 @pytest.mark.parametrize("name", ["corpus.jsonl", "queries.jsonl"])
@@ -189,8 +197,37 @@ def test_corpus_documents_join_title_and_text(tmp_path: Path) -> None:
     assert [d.id for d in documents] == ["d1", "2", "d3"]
     assert documents[0].text == "Alpha\n\nfirst text"
     assert documents[1].text == "second text"  # empty title: no blank header
-    assert documents[0].metadata == {"source": str(root / "corpus.jsonl"), "title": "Alpha"}
-    assert documents[1].metadata["title"] == ""
+    source = str(root / "corpus.jsonl")
+    assert documents[0].metadata == {"source": source, "row": 1, "title": "Alpha"}
+    assert documents[1].metadata == {"source": source, "row": 2}  # no title: no title key
+
+
+def test_corpus_documents_are_what_parsers_load_makes(tmp_path: Path) -> None:
+    """One BEIR -> Document path: ``rag eval`` indexes what ``rag build corpus.jsonl`` does."""
+    corpus = [
+        {
+            "_id": "d1",
+            "title": "The \ufb01sh  title ",
+            "text": "Sci\ufb01c\u00a0text\r\n\r\n\r\nend\t.",
+        },
+        {
+            "_id": 7,
+            "title": None,
+            "text": "  \uff21\uff22 full-width  ",
+            "metadata": {"year": 2001},
+        },
+        {"_id": "empty", "title": "", "text": " \u200b "},
+    ]
+    root = write_dataset(tmp_path, corpus=corpus, qrels={"test": b"q1\td1\t1\n"})
+    documents = corpus_documents(load_beir(root))
+    assert [(d.id, d.text) for d in documents] == [
+        ("d1", "The fish title\n\nScific text\n\nend ."),
+        ("7", "AB full-width"),
+    ]
+    assert documents[0].metadata["title"] == "The fish title"  # what the title boost reads
+    assert documents[1].metadata["year"] == 2001
+    loaded = parsers.load(root / "corpus.jsonl")
+    assert [d.model_dump() for d in documents] == [d.model_dump() for d in loaded]
 
 
 def test_real_scifact_test_split(scifact_dir: Path) -> None:

@@ -237,6 +237,8 @@ def test_public_names_are_exported() -> None:
             "evaluate_run",
             "latency_summary",
             "load_beir",
+            "load_qrels",
+            "load_queries",
             "per_query",
             "read_trec_run",
             "render_markdown",
