@@ -13,13 +13,21 @@ from __future__ import annotations
 import logging
 
 from ragtools.indexes.bundle import Index
-from ragtools.retrieval.base import BaseRetriever, Filter, Retriever
+from ragtools.retrieval.base import (
+    BaseRetriever,
+    Filter,
+    IndexRetriever,
+    RankedChunks,
+    Ranker,
+    Retriever,
+)
 from ragtools.retrieval.filters import compile_filter, filter_mask
 from ragtools.retrieval.frontpage import FrontPageRetriever
 from ragtools.retrieval.fusion import (
     distribution_based_score_fusion,
     fuse,
     fuse_hits,
+    fuse_rankings,
     reciprocal_rank_fusion,
     relative_score_fusion,
 )
@@ -40,8 +48,11 @@ __all__ = [
     "Hit",
     "HybridRetriever",
     "Index",
+    "IndexRetriever",
     "KeywordRetriever",
     "MMRReranker",
+    "RankedChunks",
+    "Ranker",
     "Reranker",
     "Retriever",
     "RetrieverInput",
@@ -52,6 +63,7 @@ __all__ = [
     "filter_mask",
     "fuse",
     "fuse_hits",
+    "fuse_rankings",
     "reciprocal_rank_fusion",
     "relative_score_fusion",
 ]

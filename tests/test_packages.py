@@ -24,9 +24,12 @@ def test_exports_resolve() -> None:
 def test_top_level_exports_snapshot() -> None:
     assert sorted(indexes.__all__) == [
         "BM25Index", "CachedEmbedder", "Embedder", "EmbeddingCache", "Index", "IndexSettings",
-        "SentenceTransformerEmbedder", "Tokenizer", "UpdateReport", "VectorIndex",
+        "IndexState", "IndexWriter", "Ranking", "SentenceTransformerEmbedder", "Tokenizer",
+        "UpdateReport", "VectorIndex", "WindowedVectorIndex",
     ]  # fmt: skip
-    assert {"create_retriever_tool", "HybridRetriever", "Hit", "fuse"} <= set(retrieval.__all__)
+    assert {"create_retriever_tool", "HybridRetriever", "Hit", "fuse", "Index"} <= set(
+        retrieval.__all__
+    )
 
 
 def _imports(package: str) -> set[str]:
