@@ -57,14 +57,16 @@ class Ranking:
         Linear selection (``np.partition``) finds the k-th score; only the rows at or above
         it are sorted, so ties at the boundary resolve by row like every other tie.
         """
-        values = np.asarray(scores, dtype=np.float64)
+        values = np.asarray(scores)
+        if values.dtype.kind != "f":
+            values = values.astype(np.float64)
         ids = np.arange(len(values), dtype=np.int64) if rows is None else np.asarray(rows)
-        if len(values) > k:
+        if len(values) > k:  # select in the input's precision; only the k kept become float64
             kth = np.partition(values, len(values) - k)[len(values) - k]
             keep = np.flatnonzero(values >= kth)
             values, ids = values[keep], ids[keep]
         order = np.lexsort((ids, -values))[:k]
-        return cls(ids[order].astype(np.int64, copy=False), values[order])
+        return cls(ids[order].astype(np.int64, copy=False), values[order].astype(np.float64))
 
     def __iter__(self) -> Iterator[npt.NDArray[Any]]:
         """Unpacks as ``rows, scores = ranking``, the pair of arrays peers return."""

@@ -549,6 +549,8 @@ class VectorIndex:
             candidates = np.flatnonzero(self._rows >= 0 if mask is None else mask)
             stored = stored[candidates]
         rows = self._rows if candidates is None else self._rows[candidates]
+        if len(q) == 1:  # a matrix-vector product: BLAS's cheapest call for one query
+            return [Ranking.top(stored @ q[0], k, rows)]
         out: list[Ranking] = []
         block = max(1, _BLOCK_FLOATS // max(1, len(stored)))
         for start in range(0, len(q), block):
