@@ -493,7 +493,8 @@ class VectorIndex:
             kk = min(k, n_candidates)
             if kk == 0:
                 return [Ranking.empty() for _ in range(len(q))]
-            scores, labels = self._index.search(q, kk, params=self._search_params(mask))
+            params = self._search_params(mask, n_candidates)
+            scores, labels = self._index.search(q, kk, params=params)
             out = []
             for i in range(len(q)):
                 found = labels[i] >= 0
@@ -515,11 +516,18 @@ class VectorIndex:
         ok[ok] = mask[self._rows[ok]]
         return ok
 
-    def _search_params(self, mask: Mask | None) -> Any:
+    def _search_params(self, mask: Mask | None, n_candidates: int) -> Any:
+        """faiss search parameters, with an ID selector only when some label is excluded
+        (by ``mask`` over labels, or as an HNSW tombstone); the tombstone bitmap is kept
+        until the next change."""
         faiss = self._faiss
-        live = self._rows >= 0
-        allowed = live if mask is None else mask
-        bitmap = None if allowed.all() else np.packbits(allowed, bitorder="little")
+        bitmap: npt.NDArray[np.uint8] | None = None
+        if mask is not None and n_candidates < len(self._rows):
+            bitmap = np.packbits(mask, bitorder="little")
+        elif mask is None and self.ntotal < len(self._rows):
+            if self._live_bitmap is None:
+                self._live_bitmap = np.packbits(self._rows >= 0, bitorder="little")
+            bitmap = self._live_bitmap
         sel = faiss.IDSelectorBitmap(bitmap) if bitmap is not None else None
         if self.kind == "hnsw":
             return faiss.SearchParametersHNSW(sel=sel, efSearch=self.ef_search)
@@ -533,9 +541,9 @@ class VectorIndex:
         (``nprobe = nlist`` makes IVF-Flat exact).
         """
         if self._is_ivf():
-            params = self._search_params(mask)
-            params.nprobe = self._index.nlist
             n = self.ntotal if mask is None else int(np.count_nonzero(mask))
+            params = self._search_params(mask, n)
+            params.nprobe = self._index.nlist
             if n == 0:
                 return [Ranking.empty() for _ in range(len(q))]
             scores, labels = self._index.search(q, min(k, n), params=params)
