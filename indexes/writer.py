@@ -193,11 +193,19 @@ class IndexWriter:
             documents, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap
         )
 
-    def _commit(self, chunks: Sequence[Chunk], **changes: Any) -> None:
+    def _commit(
+        self,
+        chunks: Sequence[Chunk],
+        *,
+        sources: list[str] | None = None,
+        fingerprints: dict[str, Any] | None = None,
+        failures: list[FileError] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
         """Index ``chunks``, write them as a new version and make the ``Index`` show it.
 
-        ``changes`` replace manifest entries (``sources``, ``fingerprints``, ``failures``,
-        ``meta``); the others carry over from the current version.
+        What the index tracks (``sources``, ``fingerprints``, ``failures``, ``meta``) carries
+        over from the current version unless given.
         """
         index, settings = self.index, self.index.settings
         if not chunks:
@@ -217,15 +225,17 @@ class IndexWriter:
                 window=settings.vector_window,
                 overlap=settings.vector_window_overlap,
             )
-        carried = ("sources", "fingerprints", "failures", "meta")
-        entries = {key: index.manifest.get(key) for key in carried} | changes
-        entries["failures"] = [vars(f) if isinstance(f, FileError) else f for f in
-                               entries.get("failures") or []]  # fmt: skip
+        tracked = {
+            "sources": index.sources if sources is None else sources,
+            "fingerprints": index.fingerprints if fingerprints is None else fingerprints,
+            "failures": [vars(f) for f in (index.failures if failures is None else failures)],
+            "meta": index.meta if meta is None else meta,
+        }
         state = IndexState(settings, list(chunks), bm25, vector)
         written: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
-            written.update(self._write(directory, state, entries))
+            written.update(self._write(directory, state, tracked))
 
         write_version(index.path, write)
         index.state = IndexState(settings, state.chunks, bm25, vector, written)
@@ -236,7 +246,7 @@ class IndexWriter:
         embedder.cache.save()
         return vectors
 
-    def _write(self, directory: Path, state: IndexState, entries: dict[str, Any]) -> dict[str, Any]:
+    def _write(self, directory: Path, state: IndexState, tracked: dict[str, Any]) -> dict[str, Any]:
         index, settings = self.index, state.settings
         write_chunks(directory / CHUNKS, state.chunks)
         files = [CHUNKS]
@@ -264,13 +274,10 @@ class IndexWriter:
                 "chunks": len(state.chunks),
                 "vectors": len(state.vector) if state.vector is not None else 0,
                 "documents": len({c.doc_id for c in state.chunks}),
-                "files": len(entries.get("fingerprints") or {}),
-                "failures": len(entries["failures"]),
+                "files": len(tracked["fingerprints"]),
+                "failures": len(tracked["failures"]),
             },
-            "sources": entries.get("sources") or [],
-            "fingerprints": entries.get("fingerprints") or {},
-            "failures": entries["failures"],
-            "meta": entries.get("meta") or {},
+            **tracked,
         }
         return write_manifest(
             directory,
