@@ -311,16 +311,16 @@ def test_exact_fallback_when_approximate_search_falls_short(
     """Force faiss to come back short (all -1 padding): results must still be exact."""
     rows, vectors, queries = data
     index = build(kind, rows, vectors, nlist=4, nprobe=1)
-    real_search = index._index.search
+    real_search = index._store.raw.search
     calls: list[int] = []
 
     def short_search(q, k, params=None):  # type: ignore[no-untyped-def]
         calls.append(getattr(params, "nprobe", 0))
-        if kind == "ivf" and params.nprobe == index._index.nlist:
+        if kind == "ivf" and params.nprobe == index._store.raw.nlist:
             return real_search(q, k, params=params)  # the fallback: every list visited
         return np.full((len(q), k), -np.inf, np.float32), np.full((len(q), k), -1, np.int64)
 
-    monkeypatch.setattr(index._index, "search", short_search)
+    monkeypatch.setattr(index._store.raw, "search", short_search)
     allowed = rows[100:400]
     for allow in (None, allowed.tolist()):
         sub = np.isin(rows, allowed) if allow is not None else np.ones(len(rows), dtype=bool)
