@@ -108,9 +108,7 @@ def test_process_pool_matches_serial(
     shard_min_bytes: int | None,
 ) -> None:
     if shard_min_bytes is not None:  # every PDF split by pages over the two workers
-        monkeypatch.setattr(
-            importlib.import_module("ragtools.parsers.loading"), "SHARD_MIN_BYTES", 1
-        )
+        monkeypatch.setattr(importlib.import_module("ragtools.parsers._pool"), "SHARD_MIN_BYTES", 1)
     root = tmp_path / "pdfs"
     names = ["multicolumn.pdf", "multilang.pdf", "skew.pdf", "invalid.pdf", "scan-bad.pdf"]
     for name in names:
@@ -188,7 +186,7 @@ def test_spawned_workers(tmp_path: Path, pdf_dir: Path, monkeypatch: pytest.Monk
     """The start method used when the caller runs threads (and on macOS/Windows)."""
     import multiprocessing
 
-    module = importlib.import_module("ragtools.parsers.loading")
+    module = importlib.import_module("ragtools.parsers._pool")
     monkeypatch.setattr(module, "_mp_context", lambda: multiprocessing.get_context("spawn"))
     for name in ["multilang.pdf", "scan-bad.pdf", "invalid.pdf"]:
         link(pdf_dir / name, tmp_path / name)

@@ -1,0 +1,240 @@
+"""The worker processes behind :func:`~ragtools.parsers.loading.load_dir` and ``load_files``.
+
+Kept apart from ``loading.py`` so the public module holds the API and its rules (which files
+are read, skipped or refused), and this one the parallel machinery: which files go to a pool
+and how big it is, splitting a long PDF by pages, the worker entry point, and gathering the
+JSON answers and the workers' log records back in the caller.
+
+This module imports nothing from ``loading.py``; ``loading.py`` imports from it. That keeps
+the import graph acyclic, which matters because ``spawn`` and ``forkserver`` children import
+:func:`_init_worker` and :func:`_work` by this module's path. For the same reason the parser
+boundary :func:`run_parser`, which ``load`` and the workers share, lives here, and failures travel
+as :data:`_Failure` tuples that ``loading.py`` turns into ``FileError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import multiprocessing
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import as_completed as _as_completed
+from dataclasses import dataclass
+from multiprocessing.context import BaseContext
+from pathlib import Path
+from typing import Any
+
+from ragtools.parsers import office, pdf  # noqa: F401  (register the formats workers parse)
+from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.errors import ParseError, RetrievalError
+from ragtools.parsers.registry import ParserSpec, get_parser
+
+logger = logging.getLogger(__name__)
+
+#: Total size of PDF/Office files from which a process pool is worth its start-up cost.
+POOL_MIN_BYTES = 1024 * 1024
+#: PDFs at least this big are split by pages over the workers: one long file would
+#: otherwise keep one core busy while the other idles (117-page GeoTopo: 5 s of 6).
+SHARD_MIN_BYTES = 512 * 1024
+_HEAVY = frozenset({"pdf", "docx", "pptx", "xlsx"})
+
+_Failure = tuple[str, str, str]
+"""A file that failed: ``(path, exception class name, message)``, the fields of FileError."""
+Outcome = list[Document] | _Failure
+
+
+def failure(source: str, exc: Exception) -> _Failure:
+    return (source, type(exc).__name__, str(exc))
+
+
+def _with_source(document: Document, source: str) -> Document:
+    if document.metadata.get("source") == source:
+        return document
+    old = document.metadata.get("source")
+    auto_id = stable_id("doc", old, document.metadata.get("page"), document.text)
+    metadata = {**document.metadata, "source": source}
+    if document.id == auto_id:  # the id was derived from the old source: derive it again
+        return Document(text=document.text, metadata=metadata)
+    return Document(id=document.id, text=document.text, metadata=metadata)
+
+
+def run_parser(spec: ParserSpec, file: Path, source: str, password: str | None) -> list[Document]:
+    try:
+        documents = []
+        for document in spec.fn(file, source=source, password=password):
+            if not isinstance(document, Document):
+                msg = f"parser {spec.name} produced a {type(document).__name__}, not a Document"
+                raise ParseError(source, msg)
+            documents.append(_with_source(document, source))
+    except ParseError:
+        raise
+    except RetrievalError as exc:  # e.g. MissingDependencyError: keep its actionable message
+        raise ParseError(source, str(exc)) from exc
+    except Exception as exc:  # the boundary: no third-party exception escapes load()
+        msg = f"the {spec.name} parser failed ({type(exc).__name__}: {exc})"
+        raise ParseError(source, msg) from exc
+    logger.debug("%s: %d documents (%s)", source, len(documents), spec.name)
+    return documents
+
+
+@dataclass(frozen=True)
+class Task:
+    index: int
+    file: Path
+    source: str
+    spec: ParserSpec
+    size: int
+
+
+class _Collector(logging.Handler):
+    """Keeps a worker's WARNING+ records so the parent can re-emit them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[tuple[str, int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((record.name, record.levelno, record.getMessage()))
+
+
+_COLLECTOR: _Collector | None = None
+
+
+def _init_worker() -> None:
+    """Route a worker's log records to the collector only (a forked worker inherits the
+    caller's handlers, which would print every warning twice)."""
+    global _COLLECTOR
+    _COLLECTOR = _Collector()
+    for other in logging.Logger.manager.loggerDict.values():
+        if isinstance(other, logging.Logger):
+            other.handlers.clear()
+    logging.getLogger().handlers[:] = [_COLLECTOR]
+
+
+def _work(path: str, source: str, parser: str, shard: int, shards: int) -> str:
+    """Worker process entry: parse one file (or one shard of a PDF's pages); JSON answer."""
+    if _COLLECTOR is not None:
+        _COLLECTOR.records.clear()
+    answer: dict[str, Any] = {"documents": [], "error": None, "pages": None}
+    try:
+        if shards > 1:
+            pages = pdf.extract_pages(Path(path), source, None, shard=shard, shards=shards)
+            answer["pages"] = [pages.n_pages, pages.no_text, pages.failed]
+            documents = pages.documents
+        else:
+            documents = run_parser(get_parser(parser), Path(path), source, None)
+        answer["documents"] = [d.model_dump(mode="json") for d in documents]
+    except ParseError as exc:
+        answer["error"] = [type(exc).__name__, str(exc)]
+    except Exception as exc:  # extract_pages outside run_parser's boundary: wrap the same way
+        message = f"{source}: the {parser} parser failed ({type(exc).__name__}: {exc})"
+        answer["error"] = ["ParseError", message]
+    answer["logs"] = list(_COLLECTOR.records) if _COLLECTOR is not None else []
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
+    """Combine the answers of a file's shards (one answer when it was not sharded)."""
+    for answer in answers:
+        if answer["error"] is not None:
+            return (task.source, answer["error"][0], answer["error"][1])
+    documents = [Document.model_validate(d) for a in answers for d in a["documents"]]
+    if answers[0]["pages"] is None:
+        return documents
+    pages = pdf.PdfPages(
+        n_pages=answers[0]["pages"][0],
+        documents=documents,
+        no_text=sorted(p for a in answers for p in a["pages"][1]),
+        failed=sorted(p for a in answers for p in a["pages"][2]),
+    )
+    try:
+        return pdf.finish_pages(task.source, pages)
+    except ParseError as exc:
+        return failure(task.source, exc)
+
+
+def _attempt(task: Task) -> Outcome:
+    try:
+        return run_parser(task.spec, task.file, task.source, None)
+    except ParseError as exc:
+        return failure(task.source, exc)
+
+
+def _heavy(task: Task) -> bool:
+    return task.spec.builtin and task.spec.name in _HEAVY
+
+
+def _shards(task: Task, size: int) -> int:
+    return size if task.spec.name == "pdf" and task.size >= SHARD_MIN_BYTES else 1
+
+
+def pool_size(tasks: list[Task], workers: int | None) -> int:
+    heavy = [t for t in tasks if _heavy(t)]
+    big = any(_shards(t, 2) > 1 for t in heavy)
+    if not heavy or (len(heavy) < 2 and not big) or multiprocessing.current_process().daemon:
+        return 0  # (daemonic processes, e.g. pool workers, may not start processes)
+    if workers is None:
+        if sum(t.size for t in heavy) < POOL_MIN_BYTES:
+            return 0
+        workers = os.cpu_count() or 1
+    size = workers if big else min(workers, len(heavy))
+    return size if size > 1 else 0
+
+
+def _mp_context() -> BaseContext:
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+Jobs = dict[Future[str], tuple[Task, int, int]]  # future -> (task, shard, shards)
+
+
+def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack) -> Jobs:
+    """Start ``size`` workers (closed with ``stack``) and send them the heavy files, big PDFs
+    split in ``size`` page shards."""
+    context = _mp_context()
+    pool = stack.enter_context(
+        ProcessPoolExecutor(size, mp_context=context, initializer=_init_worker)
+    )
+    jobs = [(t, n, _shards(t, size)) for t in tasks if _heavy(t) for n in range(_shards(t, size))]
+    jobs.sort(key=lambda job: -job[0].size / job[2])  # longest first: no lone straggler
+    logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
+    futures: Jobs = {}
+    for task, shard, shards in jobs:
+        args = (str(task.file), task.source, task.spec.name, shard, shards)
+        futures[pool.submit(_work, *args)] = (task, shard, shards)
+    return futures
+
+
+def execute(tasks: list[Task], jobs: Jobs, results: dict[int, Outcome]) -> Iterator[None]:
+    """Parse the files not sent to the pool here, then collect the pool's answers."""
+    pooled = {task.index for task, _, _ in jobs.values()}
+    for task in tasks:
+        if task.index not in pooled:
+            results[task.index] = _attempt(task)
+            yield
+    answers: dict[int, list[dict[str, Any] | None]] = {}
+    for future in _as_completed(jobs):
+        task, shard, shards = jobs[future]
+        if task.index in results:  # already re-parsed here after a worker failure
+            continue
+        try:
+            answer = json.loads(future.result())
+        except Exception:  # a worker died (killed, out of memory): parse the file here
+            logger.warning("%s: worker process failed; parsing it here", task.source)
+            results[task.index] = _attempt(task)
+            yield
+            continue
+        for name, level, message in answer["logs"]:
+            logging.getLogger(name).log(level, "%s", message)
+        slots = answers.setdefault(task.index, [None] * shards)
+        slots[shard] = answer
+        if all(slot is not None for slot in slots):
+            results[task.index] = _merge(task, [a for a in slots if a is not None])
+            yield
