@@ -28,10 +28,8 @@ import contextlib
 import ipaddress
 import json
 import logging
-import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,13 +38,11 @@ from pydantic import BaseModel, ValidationError
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.integrations._mcp_indexes import Served, open_all
 
 if TYPE_CHECKING:
     from mcp import types as mt
     from mcp.server import Server, ServerRequestContext
-
-    from ragtools.indexes.bundle import Index
-    from ragtools.retrieval.tools.base import BaseTool
 
 __all__ = ["DEFAULT_K", "LIST_TOOL", "RESOURCE_PREFIX", "build_server", "http_url", "serve"]
 
@@ -58,8 +54,6 @@ LIST_TOOL = "list_indexes"
 """Name of the tool describing every served index (reserved: no index may take it)."""
 RESOURCE_PREFIX = "rag://index/"
 """Resource URI prefix; the index's tool name follows it."""
-_MAX_NAME = 64  # the longest tool name the major model APIs accept
-_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _INVALID_PARAMS = -32602  # JSON-RPC "invalid params": MCP's code for an unknown tool
 _RESOURCE_NOT_FOUND = -32002  # MCP's code for an unknown resource URI
 _LOOPBACK_NAMES = ("localhost",)
@@ -69,111 +63,6 @@ class _SearchOutput(BaseModel):
     """The structured content of a search call (its JSON schema is the output schema)."""
 
     hits: list[Hit]
-
-
-@dataclass(frozen=True)
-class _Served:
-    """One index as served: its tool, the tool's name and description, its info."""
-
-    name: str
-    description: str
-    info: dict[str, Any]
-    tool: BaseTool
-
-
-# --------------------------------------------------------------------------- naming
-
-
-def _default_name(path: Path) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", path.name).strip("_") or "index"
-    return f"search_{stem}"[:_MAX_NAME]
-
-
-def _tool_names(paths: Sequence[Path], names: Sequence[str] | None) -> list[str]:
-    """Given names first (validated, unique); defaults fill the rest, suffixed if taken."""
-    given = list(names or [])
-    if len(given) > len(paths):
-        msg = f"got {len(given)} names for {len(paths)} indexes; give at most one name per index"
-        raise ConfigError(msg)
-    for name in given:
-        if not _NAME_RE.match(name):
-            msg = f"invalid tool name {name!r}: use 1-{_MAX_NAME} characters of [A-Za-z0-9_-]"
-            raise ConfigError(msg)
-        if name == LIST_TOOL:
-            msg = f"tool name {LIST_TOOL!r} is reserved for the index listing; pick another"
-            raise ConfigError(msg)
-    duplicates = sorted({name for name in given if given.count(name) > 1})
-    if duplicates:
-        msg = f"duplicate tool names {duplicates}; give every index its own --name"
-        raise ConfigError(msg)
-    result = list(given)
-    taken = {*given, LIST_TOOL}
-    for path in paths[len(given) :]:
-        base = _default_name(path)
-        name, n = base, 1
-        while name in taken:
-            n += 1
-            suffix = f"_{n}"
-            name = base[: _MAX_NAME - len(suffix)] + suffix
-        taken.add(name)
-        result.append(name)
-    return result
-
-
-def _default_description(path: Path, index: Index) -> str:
-    files = sorted({Path(f).name for f in index.fingerprints})
-    shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
-    counts = index.manifest.get("counts") or {}
-    halves = (("keyword", index.bm25), ("vector", index.vector))
-    kinds = [half for half, part in halves if part is not None]
-    return (
-        f"Search the '{path.name}' index ({counts.get('chunks', len(index.chunks))} passages"
-        f"{' from ' + shown if shown else ''}; {' + '.join(kinds)} search). Returns the most "
-        "relevant passages, each with a citation (source file, page). Input: a natural-language "
-        "query."
-    )
-
-
-# --------------------------------------------------------------------------- opening
-
-
-def _open_all(
-    index_paths: Sequence[str | Path],
-    names: Sequence[str] | None,
-    descriptions: Sequence[str] | None,
-) -> list[_Served]:
-    from ragtools.indexes.bundle import Index
-    from ragtools.retrieval.hybrid import HybridRetriever
-    from ragtools.retrieval.tools.retriever_tool import create_retriever_tool
-
-    paths = [Path(p).expanduser().resolve() for p in index_paths]
-    if not paths:
-        msg = "no index given; pass at least one index directory (built with `rag build`)"
-        raise ConfigError(msg)
-    if len(set(paths)) != len(paths):
-        msg = f"an index is given twice in {[str(p) for p in paths]}; give each index once"
-        raise ConfigError(msg)
-    texts = list(descriptions or [])
-    if len(texts) > len(paths):
-        msg = f"got {len(texts)} descriptions for {len(paths)} indexes; give at most one each"
-        raise ConfigError(msg)
-    tool_names = _tool_names(paths, names)
-    served = []
-    for i, (path, name) in enumerate(zip(paths, tool_names, strict=True)):
-        index = Index.open(path)
-        if index.vector is not None:  # load the model now: a slow or failing first call is worse
-            index.embedder.embed_query("warm-up")
-        retriever = HybridRetriever.from_index(index, k=DEFAULT_K)
-        description = texts[i] if i < len(texts) else _default_description(path, index)
-        tool = create_retriever_tool(retriever, name, description)
-        served.append(_Served(name, description, _json_safe(index.info()), tool))
-        logger.info("serving %s as tool %r (%d chunks)", path, name, len(index))
-    return served
-
-
-def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
-    safe: dict[str, Any] = json.loads(json.dumps(value, ensure_ascii=False, default=str))
-    return safe
 
 
 # --------------------------------------------------------------------------- handlers
@@ -201,7 +90,7 @@ def _result(text: str, structured: dict[str, Any] | None = None) -> mt.CallToolR
     return mt.CallToolResult(content=content, structured_content=structured)
 
 
-async def _search(entry: _Served, arguments: dict[str, Any]) -> mt.CallToolResult:
+async def _search(entry: Served, arguments: dict[str, Any]) -> mt.CallToolResult:
     from ragtools.retrieval.tools.messages import make_tool_call
     from ragtools.retrieval.tools.retriever_tool import RetrieverInput
 
@@ -225,7 +114,7 @@ async def _search(entry: _Served, arguments: dict[str, Any]) -> mt.CallToolResul
     return _result(text, {"hits": [hit.model_dump(mode="json") for hit in output.artifact or []]})
 
 
-def _tools(entries: Sequence[_Served]) -> list[mt.Tool]:
+def _tools(entries: Sequence[Served]) -> list[mt.Tool]:
     from mcp import types as mt
 
     from ragtools.retrieval.tools.retriever_tool import RetrieverInput
@@ -259,7 +148,7 @@ def _tools(entries: Sequence[_Served]) -> list[mt.Tool]:
     return [*tools, listing]
 
 
-def _make_server(entries: Sequence[_Served], version: str) -> Server[Any]:
+def _make_server(entries: Sequence[Served], version: str) -> Server[Any]:
     from mcp import types as mt
     from mcp.server import Server
     from mcp.shared.exceptions import MCPError
@@ -372,7 +261,7 @@ def build_server(
     from importlib.metadata import PackageNotFoundError, version
 
     with contextlib.redirect_stdout(sys.stderr):  # stdout may be the stdio wire
-        entries = _open_all(index_paths, names, descriptions)
+        entries = open_all(index_paths, names, descriptions, k=DEFAULT_K, reserved=LIST_TOOL)
     try:
         package_version = version("ragtools")
     except PackageNotFoundError:

@@ -1,0 +1,142 @@
+"""Naming and opening the indexes the MCP server serves (:mod:`.mcp` without the protocol).
+
+Kept apart from :mod:`ragtools.retrieval.integrations.mcp` along its one seam that needs no
+``mcp`` SDK: turning index directories into
+:class:`Served` entries (validated, unique tool names; default descriptions; each index
+opened once, its embedding model warmed up, its info made JSON-safe). The protocol side
+(tools, handlers, transports) stays in :mod:`.mcp`, which passes in the hits per call and the
+reserved listing tool name, so this module imports nothing from it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragtools.parsers.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ragtools.indexes.bundle import Index
+    from ragtools.retrieval.tools.base import BaseTool
+
+logger = logging.getLogger(__name__)
+
+_MAX_NAME = 64  # the longest tool name the major model APIs accept
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Served:
+    """One index as served: its tool, the tool's name and description, its info."""
+
+    name: str
+    description: str
+    info: dict[str, Any]
+    tool: BaseTool
+
+
+# --------------------------------------------------------------------------- naming
+
+
+def _default_name(path: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", path.name).strip("_") or "index"
+    return f"search_{stem}"[:_MAX_NAME]
+
+
+def _tool_names(paths: Sequence[Path], names: Sequence[str] | None, reserved: str) -> list[str]:
+    """Given names first (validated, unique); defaults fill the rest, suffixed if taken."""
+    given = list(names or [])
+    if len(given) > len(paths):
+        msg = f"got {len(given)} names for {len(paths)} indexes; give at most one name per index"
+        raise ConfigError(msg)
+    for name in given:
+        if not _NAME_RE.match(name):
+            msg = f"invalid tool name {name!r}: use 1-{_MAX_NAME} characters of [A-Za-z0-9_-]"
+            raise ConfigError(msg)
+        if name == reserved:
+            msg = f"tool name {reserved!r} is reserved for the index listing; pick another"
+            raise ConfigError(msg)
+    duplicates = sorted({name for name in given if given.count(name) > 1})
+    if duplicates:
+        msg = f"duplicate tool names {duplicates}; give every index its own --name"
+        raise ConfigError(msg)
+    result = list(given)
+    taken = {*given, reserved}
+    for path in paths[len(given) :]:
+        base = _default_name(path)
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            suffix = f"_{n}"
+            name = base[: _MAX_NAME - len(suffix)] + suffix
+        taken.add(name)
+        result.append(name)
+    return result
+
+
+def _default_description(path: Path, index: Index) -> str:
+    files = sorted({Path(f).name for f in index.fingerprints})
+    shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
+    counts = index.manifest.get("counts") or {}
+    halves = (("keyword", index.bm25), ("vector", index.vector))
+    kinds = [half for half, part in halves if part is not None]
+    return (
+        f"Search the '{path.name}' index ({counts.get('chunks', len(index.chunks))} passages"
+        f"{' from ' + shown if shown else ''}; {' + '.join(kinds)} search). Returns the most "
+        "relevant passages, each with a citation (source file, page). Input: a natural-language "
+        "query."
+    )
+
+
+# --------------------------------------------------------------------------- opening
+
+
+def open_all(
+    index_paths: Sequence[str | Path],
+    names: Sequence[str] | None,
+    descriptions: Sequence[str] | None,
+    *,
+    k: int,
+    reserved: str,
+) -> list[Served]:
+    """Open every index once and make its retriever tool (``k`` hits a call).
+
+    ``reserved`` is the tool name no index may take (the server's listing tool).
+    """
+    from ragtools.indexes.bundle import Index
+    from ragtools.retrieval.hybrid import HybridRetriever
+    from ragtools.retrieval.tools.retriever_tool import create_retriever_tool
+
+    paths = [Path(p).expanduser().resolve() for p in index_paths]
+    if not paths:
+        msg = "no index given; pass at least one index directory (built with `rag build`)"
+        raise ConfigError(msg)
+    if len(set(paths)) != len(paths):
+        msg = f"an index is given twice in {[str(p) for p in paths]}; give each index once"
+        raise ConfigError(msg)
+    texts = list(descriptions or [])
+    if len(texts) > len(paths):
+        msg = f"got {len(texts)} descriptions for {len(paths)} indexes; give at most one each"
+        raise ConfigError(msg)
+    tool_names = _tool_names(paths, names, reserved)
+    served = []
+    for i, (path, name) in enumerate(zip(paths, tool_names, strict=True)):
+        index = Index.open(path)
+        if index.vector is not None:  # load the model now: a slow or failing first call is worse
+            index.embedder.embed_query("warm-up")
+        retriever = HybridRetriever.from_index(index, k=k)
+        description = texts[i] if i < len(texts) else _default_description(path, index)
+        tool = create_retriever_tool(retriever, name, description)
+        served.append(Served(name, description, _json_safe(index.info()), tool))
+        logger.info("serving %s as tool %r (%d chunks)", path, name, len(index))
+    return served
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    safe: dict[str, Any] = json.loads(json.dumps(value, ensure_ascii=False, default=str))
+    return safe
