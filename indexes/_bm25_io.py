@@ -21,6 +21,7 @@ raises :class:`IndexLoadError` naming the offending file.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,15 @@ from ragtools.indexes._persist import (
 from ragtools.indexes._persist import write_manifest as _write_manifest
 from ragtools.parsers.errors import IndexLoadError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "Stored", "read_index", "write_index"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MANIFEST",
+    "Stored",
+    "index_arguments",
+    "read_index",
+    "write_index",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +109,22 @@ def write_index(
         directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, files=files, data=data, sealed=True
     )
     return directory / MANIFEST
+
+
+def index_arguments(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Stored ``params`` as the tokenizer's settings and ``BM25Index``'s keyword arguments,
+    with what older files left implicit filled in.
+
+    Raises:
+        KeyError: no tokenizer settings.
+    """
+    arguments = dict(params)
+    tokenizer = dict(arguments.pop("tokenizer"))
+    # Saved before acronym plurals were cut: its rows were tokenized without it.
+    tokenizer.setdefault("acronym_plurals", False)
+    # null (or absent: saved before k3 existed, when repeats counted linearly) is inf.
+    k3 = arguments.pop("k3", None)
+    return tokenizer, {**arguments, "k3": math.inf if k3 is None else k3}
 
 
 def read_index(directory: str | Path, *, mmap: bool, verify: bool) -> Stored:

@@ -352,6 +352,14 @@ def compute_weights(
     idf, positive, n_negative = compute_idf(
         postings.indptr, n_live, variant=variant, epsilon=epsilon
     )
+    if n_negative:
+        logger.warning(
+            "BM25 okapi: %d terms occur in more than half of the %d rows; their negative "
+            "idf is floored to epsilon * mean idf (rank-bm25's rule), so they barely count. "
+            "On small corpora prefer variant='lucene' or 'bm25plus'.",
+            n_negative,
+            n_live,
+        )
     weights = np.empty(len(postings.docs), dtype=np.float64)
     if len(weights) == 0:
         return Weights(idf, weights, positive, n_negative)

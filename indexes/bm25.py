@@ -13,12 +13,11 @@ What was chosen, and why:
   tuned default saturates (see :data:`DEFAULT_PARAMS`). ``k3`` changes no stored weight.
 * **Storage** is a term-major sparse matrix with the score of every (term, row) pair
   precomputed (see :mod:`indexes._bm25_math`); a query gathers its terms' postings and sums them
-  with ``np.bincount``; batches on small corpora do the same for blocks of queries at once.
-* **Incremental**: ``add`` only counts tokens; ``delete`` only marks rows. Okapi's idf and every
-  variant's ``avgdl`` depend on the whole corpus, so the next query (or ``save``) merges the new
-  rows, drops deleted rows' postings and recomputes the weights from the live rows, in time
-  linear in the index size. Scores then equal a fresh build on the surviving rows. Row ids are
-  stable: a deleted row keeps its id and is never reused.
+  with ``np.bincount``.
+* **Incremental**: ``add`` and ``delete`` only update the counts (:mod:`indexes._bm25_corpus`);
+  the next query or ``save`` recomputes the weights from the live rows, in time linear in the
+  index size, so scores equal a fresh build on the surviving rows. Row ids are stable: a
+  deleted row keeps its id and is never reused.
 * **Results**: ``search`` returns a :class:`~indexes.ranking.Ranking` of only rows that
   contain at least one query term, so a filter
   matching 3 rows returns those 3 and no zero-score filler; BM25+ adds ``delta * idf`` to every
@@ -55,23 +54,17 @@ from typing import Any
 import numpy as np
 
 from ragtools.indexes import _bm25_query as q
-from ragtools.indexes._bm25_io import read_index, write_index
+from ragtools.indexes._bm25_corpus import Corpus
+from ragtools.indexes._bm25_io import index_arguments, read_index, write_index
 from ragtools.indexes._bm25_math import (
     DEFAULT_PARAMS,
     DEFAULT_VARIANT,
     VARIANT_DEFAULTS,
-    Postings,
-    RowCounts,
     Variant,
-    Vocabulary,
     Weights,
-    compact_postings,
     compute_idf,
     compute_weights,
-    count_rows,
-    merge_postings,
     resolve_params,
-    to_postings,
 )
 from ragtools.indexes.ranking import Ranking, allow_mask, check_k, row_ids
 from ragtools.indexes.tokenize import Tokenizer
@@ -126,15 +119,7 @@ class BM25Index:
         self.variant, self.k1, self.b, self.epsilon, self.delta, self.k3 = resolve_params(
             variant, k1, b, epsilon, delta, k3
         )
-        self._vocab = Vocabulary()
-        self._postings = Postings.empty()
-        self._pending: list[RowCounts] = []
-        self._merged_rows = 0  # rows already in self._postings
-        self._doc_len = np.zeros(0, np.int32)
-        self._deleted = np.zeros(0, np.bool_)
-        self._n_live = 0
-        self._total_len = 0  # tokens in live rows
-        self._compact_needed = False
+        self._corpus = Corpus()
         self._ready: q.Snapshot | None = None
         self._lock = threading.RLock()
 
@@ -157,23 +142,23 @@ class BM25Index:
     @property
     def n_rows(self) -> int:
         """Rows ever added, deleted ones included (the length of :meth:`get_scores`)."""
-        return len(self._doc_len)
+        return self._corpus.n_rows
 
     def __len__(self) -> int:
         """Live (not deleted) rows."""
-        return self._n_live
+        return self._corpus.n_live
 
     @property
     def deleted(self) -> np.ndarray:
         """Read-only boolean mask of deleted rows, length :attr:`n_rows`."""
-        view = self._deleted.view()
+        view = self._corpus.deleted.view()
         view.flags.writeable = False
         return view
 
     @property
     def vocabulary_size(self) -> int:
         """Distinct terms ever indexed."""
-        return len(self._vocab)
+        return len(self._corpus.vocab)
 
     def __repr__(self) -> str:
         return (
@@ -205,19 +190,14 @@ class BM25Index:
             first = self.n_rows
             if not token_lists:
                 return np.zeros(0, np.int64)
-            counts = count_rows(token_lists, self._vocab)
-            self._pending.append(counts)
-            self._doc_len = np.concatenate([self._doc_len, counts.lengths])
-            self._deleted = np.concatenate([self._deleted, np.zeros(len(token_lists), np.bool_)])
-            self._n_live += len(token_lists)
-            self._total_len += int(counts.lengths.sum(dtype=np.int64))
+            counts = self._corpus.add(token_lists)
             self._ready = None
         logger.info(
             "BM25: added %d rows (%d tokens) in %.3fs; %d terms",
             len(token_lists),
             int(counts.lengths.sum(dtype=np.int64)),
             time.perf_counter() - started,
-            len(self._vocab),
+            self.vocabulary_size,
         )
         return np.arange(first, first + len(token_lists), dtype=np.int64)
 
@@ -228,16 +208,11 @@ class BM25Index:
             ConfigError: a row id outside ``[0, n_rows)``.
         """
         with self._lock:
-            ids = row_ids(rows, self.n_rows, "rows")
-            fresh = np.unique(ids[~self._deleted[ids]])
-            if len(fresh) == 0:
+            fresh = self._corpus.delete(row_ids(rows, self.n_rows, "rows"))
+            if not fresh:
                 return
-            self._deleted[fresh] = True
-            self._n_live -= len(fresh)
-            self._total_len -= int(self._doc_len[fresh].sum(dtype=np.int64))
-            self._compact_needed = True
             self._ready = None
-        logger.info("BM25: deleted %d rows; %d live", len(fresh), self._n_live)
+        logger.info("BM25: deleted %d rows; %d live", fresh, len(self))
 
     def _snapshot(self) -> q.Snapshot:
         """Bring postings and weights up to date (if anything changed) and return them."""
@@ -248,47 +223,27 @@ class BM25Index:
             if self._ready is not None:
                 return self._ready
             started = time.perf_counter()
-            if self._pending:
-                new = to_postings(self._pending, len(self._vocab), self._merged_rows)
-                self._postings = (
-                    new if self._merged_rows == 0 else merge_postings(self._postings, new)
-                )
-                self._merged_rows = self.n_rows
-                self._pending = []
-            if self._compact_needed:
-                self._postings = compact_postings(self._postings, self._deleted)
-                self._compact_needed = False
+            corpus = self._corpus
             weights = compute_weights(
-                self._postings,
-                self._doc_len,
-                self._n_live,
-                self._total_len,
+                corpus.postings(),
+                corpus.doc_len,
+                corpus.n_live,
+                corpus.total_len,
                 variant=self.variant,
                 k1=self.k1,
                 b=self.b,
                 epsilon=self.epsilon,
                 delta=self.delta,
             )
-            self._warn_negative_idf(weights)
             self._ready = self._make_snapshot(weights)
             logger.debug("BM25: weights recomputed in %.3fs", time.perf_counter() - started)
             return self._ready
 
-    def _warn_negative_idf(self, weights: Weights) -> None:
-        if weights.n_negative_idf:
-            logger.warning(
-                "BM25 okapi: %d terms occur in more than half of the %d rows; their negative "
-                "idf is floored to epsilon * mean idf (rank-bm25's rule), so they barely count. "
-                "On small corpora prefer variant='lucene' or 'bm25plus'.",
-                weights.n_negative_idf,
-                self._n_live,
-            )
-
     def _make_snapshot(self, weights: Weights) -> q.Snapshot:
         plus_delta = self.delta if self.variant == "bm25plus" else 0.0
-        return q.Snapshot(
-            self._postings, weights, self.n_rows, self._n_live, self._deleted.copy(), plus_delta
-        )
+        corpus = self._corpus
+        postings, deleted = corpus.postings(), corpus.deleted.copy()
+        return q.Snapshot(postings, weights, self.n_rows, corpus.n_live, deleted, plus_delta)
 
     # ---------------------------------------------------------------- queries
 
@@ -365,7 +320,7 @@ class BM25Index:
 
     def _terms(self, query: Query, snap: q.Snapshot) -> q.QueryTerms:
         tokens = self._as_tokens(query, "query")
-        return q.query_terms(tokens, self._vocab, snap.postings.n_terms, self.k3)
+        return q.query_terms(tokens, self._corpus.vocab, snap.postings.n_terms, self.k3)
 
     def _as_tokens(self, item: object, what: str) -> Sequence[str]:
         # Cheapest checks first: isinstance against the pydantic Chunk class is slow.
@@ -392,20 +347,12 @@ class BM25Index:
         """
         started = time.perf_counter()
         with self._lock:
-            snap = self._snapshot()
-            arrays = {
-                "indptr": snap.postings.indptr,
-                "docs": snap.postings.docs,
-                "tf": snap.postings.tf,
-                "weights": snap.weights.weights,
-                "doc_len": self._doc_len,
-                "deleted": self._deleted,
-            }
-            path = write_index(directory, self.params, self._vocab.terms, arrays)
+            arrays = self._corpus.arrays(self._snapshot().weights.weights)
+            path = write_index(directory, self.params, self._corpus.vocab.terms, arrays)
         logger.info(
             "BM25: saved %d rows, %d terms to %s in %.3fs",
             self.n_rows,
-            len(self._vocab),
+            self.vocabulary_size,
             directory,
             time.perf_counter() - started,
         )
@@ -430,38 +377,23 @@ class BM25Index:
         """
         started = time.perf_counter()
         stored = read_index(directory, mmap=mmap, verify=verify)
-        params = dict(stored.params)
         try:
-            tokenizer_settings = dict(params.pop("tokenizer"))
-            # Saved before acronym plurals were cut: its rows were tokenized without it.
-            tokenizer_settings.setdefault("acronym_plurals", False)
-            tokenizer = Tokenizer.from_dict(tokenizer_settings)
-            # null (or absent: saved before k3 existed, when repeats counted linearly) is inf.
-            k3 = params.pop("k3", None)
-            index = cls(tokenizer, **params, k3=math.inf if k3 is None else k3)
+            tokenizer_settings, params = index_arguments(stored.params)
+            index = cls(Tokenizer.from_dict(tokenizer_settings), **params)
         except (ConfigError, KeyError, TypeError, ValueError) as exc:
             msg = f"invalid BM25 params {stored.params!r} ({exc})"
             raise IndexLoadError(stored.manifest_path, msg) from exc
-        index._restore(stored.terms, stored.arrays)
+        index._corpus = corpus = Corpus.restore(stored.terms, stored.arrays)
+        idf, positive, n_negative = compute_idf(
+            corpus.postings().indptr, corpus.n_live, variant=index.variant, epsilon=index.epsilon
+        )
+        weights = Weights(idf, stored.arrays["weights"], positive, n_negative)
+        index._ready = index._make_snapshot(weights)  # the saved weights: nothing to recompute
         logger.info(
             "BM25: loaded %d rows, %d terms from %s in %.3fs",
             index.n_rows,
-            len(index._vocab),
+            index.vocabulary_size,
             directory,
             time.perf_counter() - started,
         )
         return index
-
-    def _restore(self, terms: list[str], arrays: dict[str, np.ndarray]) -> None:
-        self._vocab = Vocabulary(terms)
-        self._postings = Postings(arrays["indptr"], arrays["docs"], arrays["tf"])
-        self._doc_len = arrays["doc_len"]
-        self._deleted = np.array(arrays["deleted"], dtype=np.bool_)  # writable copy
-        self._merged_rows = len(self._doc_len)
-        live = ~self._deleted
-        self._n_live = int(live.sum())
-        self._total_len = int(self._doc_len[live].sum(dtype=np.int64))
-        idf, positive, n_negative = compute_idf(
-            self._postings.indptr, self._n_live, variant=self.variant, epsilon=self.epsilon
-        )
-        self._ready = self._make_snapshot(Weights(idf, arrays["weights"], positive, n_negative))
