@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,15 @@ from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.filters import BoolArray, filter_mask
 from ragtools.retrieval.hit import Hit
 
-__all__ = ["BaseRetriever", "Filter", "IndexRetriever", "RankedChunks", "Ranker", "Retriever"]
+__all__ = [
+    "BaseRetriever",
+    "Filter",
+    "IndexRetriever",
+    "QueryFilter",
+    "RankedChunks",
+    "Ranker",
+    "Retriever",
+]
 
 Filter = Mapping[str, Any]
 """A metadata filter, e.g. ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
@@ -87,6 +96,35 @@ class BaseRetriever(ABC):
         return [self.invoke(query, k=k, filter=filter) for query in queries]
 
 
+class QueryFilter:
+    """One query's filter, compiled to a row mask once per index version it meets.
+
+    A hybrid hands one ``QueryFilter`` to all its retrievers, so those over the same index
+    share a single mask instead of each evaluating the filter over every chunk.
+    """
+
+    def __init__(self, spec: Filter | None) -> None:
+        self.spec = spec
+        self._masks: dict[int, tuple[IndexState, BoolArray | None]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, filter: Filter | QueryFilter | None) -> QueryFilter:
+        """``filter`` itself if it is one already, else a new one for it."""
+        return filter if isinstance(filter, QueryFilter) else cls(filter)
+
+    def mask(self, state: IndexState) -> BoolArray | None:
+        """The rows of ``state`` that match (``None``: no filter, every row)."""
+        if not self.spec:
+            return None
+        with self._lock:  # the retrievers of a hybrid ask from several threads at once
+            held = self._masks.get(id(state))
+            if held is None or held[0] is not state:
+                held = (state, filter_mask(self.spec, state.chunks))
+                self._masks[id(state)] = held
+            return held[1]
+
+
 @dataclass(frozen=True)
 class RankedChunks:
     """A :class:`~indexes.ranking.Ranking` with the chunks its rows index into.
@@ -123,7 +161,7 @@ class Ranker(Protocol):
     stage: str
     """The key of this retriever's score in ``hit.scores``."""
 
-    def rank(self, query: str, k: int, filter: Filter | None) -> RankedChunks:
+    def rank(self, query: str, k: int, filter: Filter | QueryFilter | None) -> RankedChunks:
         """The top ``k`` chunks matching ``filter``, ranked, with the chunks of the rows."""
         ...
 
@@ -148,11 +186,10 @@ class IndexRetriever(BaseRetriever):
         """The retriever over ``index`` returning ``k`` hits by default."""
         return cls(index, k=k)
 
-    def rank(self, query: str, k: int, filter: Filter | None) -> RankedChunks:
+    def rank(self, query: str, k: int, filter: Filter | QueryFilter | None) -> RankedChunks:
         """Rank one state of the index: rows, scores and chunks all of one version."""
         state = self.index.state
-        allow = filter_mask(filter, state.chunks) if filter else None
-        ranking = self.rank_state(state, query, k, allow)
+        ranking = self.rank_state(state, query, k, QueryFilter.of(filter).mask(state))
         return RankedChunks(ranking, state.chunks, state.chunk_keys, self.stage)
 
     @abstractmethod

@@ -5,8 +5,9 @@ Each retriever is asked for its ``candidate_k`` best rows with the same filter (
 are fused by :func:`retrieval.fusion.fuse_rankings` keyed by chunk id (a 64-bit key of the id,
 never the text; weights really apply; a weight of 0 removes a retriever), and hits are built
 for the ``k`` returned only. One path, whether the retrievers share an index or not; ties in
-the fused score come back in key order. Every stage's score survives in
-``hit.scores``: ``bm25``, ``vector``, ..., then ``fused`` and, with a reranker, ``rerank``.
+the fused score come back by chunk id, as :func:`~retrieval.fusion.fuse` returns them. Every
+stage's score survives in ``hit.scores``: ``bm25``, ``vector``, ..., then ``fused`` and, with a
+reranker, ``rerank``.
 
 Defaults (``relative_score`` fusion, weights 0.6 for BM25 and 0.4 for vectors, 1,000
 candidates per retriever when built with :meth:`HybridRetriever.from_index`) were chosen on
@@ -29,7 +30,7 @@ from ragtools.indexes.bundle import Index
 from ragtools.indexes.ranking import Ranking, check_k
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.base import BaseRetriever, Filter, RankedChunks, Ranker
+from ragtools.retrieval.base import BaseRetriever, Filter, QueryFilter, RankedChunks, Ranker
 from ragtools.retrieval.fusion import DEFAULT_RRF_K, FusionMethod, _check_method, fuse_rankings
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.keyword import KeywordRetriever
@@ -122,15 +123,16 @@ class HybridRetriever(BaseRetriever):
         depth = max(k, self.candidate_k)
         weights = self.weights or [1.0] * len(self.retrievers)
         active = [(r, w) for r, w in zip(self.retrievers, weights, strict=True) if w > 0]
+        shared = QueryFilter.of(filter)  # one mask per index, whichever retriever asks first
         ranked = self._concurrently(
-            [lambda r=r: r.rank(query, depth, filter) for r, _ in active]  # type: ignore[misc]
+            [lambda r=r: r.rank(query, depth, shared) for r, _ in active]  # type: ignore[misc]
         )
         runs = [_by_key(one) for one in ranked]
         fused = fuse_rankings(
             self.fusion, [run for run, _ in runs], weights=[w for _, w in active], rrf_k=self.rrf_k
         )
         keep = depth if self.reranker is not None else k
-        hits = _hits(fused.head(keep), ranked, runs)
+        hits = _hits(fused, keep, ranked, runs)
         if self.reranker is not None:
             hits = self.reranker.rerank(query, hits, k=k)
         return hits[:k]
@@ -153,10 +155,16 @@ def _by_key(ranked: RankedChunks) -> tuple[Ranking, np.ndarray]:
 
 
 def _hits(
-    fused: Ranking, ranked: Sequence[RankedChunks], runs: Sequence[tuple[Ranking, np.ndarray]]
+    fused: Ranking,
+    keep: int,
+    ranked: Sequence[RankedChunks],
+    runs: Sequence[tuple[Ranking, np.ndarray]],
 ) -> list[Hit]:
-    """Hits for the fused keys: each one's chunk from the first retriever that ranked it,
-    and the score every retriever gave it."""
+    """The best ``keep`` fused keys as hits, ties broken by chunk id as :func:`fuse` breaks
+    them: each one's chunk from the first retriever that ranked it, and the score every
+    retriever gave it."""
+    if len(fused.rows) > keep:  # whatever ties with the keep-th score competes on chunk id
+        fused = fused.head(int(np.count_nonzero(fused.scores >= fused.scores[keep - 1])))
     chunk_of: dict[int, Chunk] = {}
     stages: dict[int, dict[str, float]] = {int(key): {} for key in fused.rows.tolist()}
     for source, (run, rows) in zip(ranked, runs, strict=True):
@@ -166,10 +174,11 @@ def _hits(
         ):
             chunk_of.setdefault(key, source.chunks[row])
             stages[key].setdefault(source.stage, score)
+    best = sorted(fused.pairs(), key=lambda pair: (-pair[1], chunk_of[pair[0]].id))[:keep]
     return [
         Hit.model_construct(
             chunk=chunk_of[key], score=score, rank=rank, scores={**stages[key], "fused": score},
             stage="fused",
         )
-        for rank, (key, score) in enumerate(fused.pairs(), start=1)
+        for rank, (key, score) in enumerate(best, start=1)
     ]  # fmt: skip

@@ -81,31 +81,39 @@ def test_bad_filter_and_k(index: Index) -> None:
         HybridRetriever([KeywordRetriever(index)], weights=[0.0])
 
 
-def _fused_reference(
-    retrievers: list, weights: list[float], fusion: str, query: str, depth: int, spec: object
-) -> dict[str, float]:  # type: ignore[type-arg]
-    runs = [
-        [(h.chunk.id, h.score) for h in r.invoke(query, k=depth, filter=spec)] for r in retrievers
+def test_hybrid_equals_fusion_of_its_halves(index: Index) -> None:
+    keyword, vector = KeywordRetriever(index), VectorRetriever(index)
+    hybrid = HybridRetriever(
+        [keyword, vector], weights=[0.3, 0.7], fusion="relative_score", candidate_k=20
+    )
+    query = "melting glacier"
+    runs = [[(h.chunk.id, h.score) for h in r.invoke(query, k=20)] for r in (keyword, vector)]
+    expected = fuse("relative_score", runs, weights=[0.3, 0.7])[:6]
+    hits = hybrid.invoke(query, k=6)
+    assert [(h.chunk.id, round(h.score, 12)) for h in hits] == [
+        (cid, round(score, 12)) for cid, score in expected
     ]
-    return dict(fuse(fusion, runs, weights=weights))  # type: ignore[arg-type]
+    assert len({h.chunk.id for h in hits}) == len(hits)
+    for hit in hits:
+        assert hit.scores["fused"] == hit.score
+        assert {"bm25", "vector"} & set(hit.scores)
 
 
 def _check_against_fuse(hybrid: HybridRetriever, query: str, k: int, spec: object) -> None:
-    """The hybrid's hits are fuse()'s top k of its retrievers' hit lists (the hand-computed
-    reference), ties in any order, with every stage's score kept."""
+    """The hybrid's hits are exactly fuse()'s top k of its retrievers' hit lists (the
+    hand-computed reference): same chunks, same floats, same order (ties by chunk id), with
+    every retriever's own score kept."""
     weights = hybrid.weights or [1.0] * len(hybrid.retrievers)
-    expected = _fused_reference(
-        hybrid.retrievers, weights, hybrid.fusion, query, hybrid.candidate_k, spec
-    )
+    lists = [r.invoke(query, k=hybrid.candidate_k, filter=spec) for r in hybrid.retrievers]
+    runs = [[(h.chunk.id, h.score) for h in hits] for hits in lists]
+    expected = fuse(hybrid.fusion, runs, weights=weights)[:k]
     hits = hybrid.invoke(query, k=k, filter=spec)
-    assert len(hits) == min(k, len(expected))
-    assert len({h.chunk.id for h in hits}) == len(hits)
-    cutoff = sorted(expected.values(), reverse=True)[len(hits) - 1] if hits else 0.0
+    assert [(h.chunk.id, h.score) for h in hits] == expected
     for hit in hits:
-        assert hit.score == pytest.approx(expected[hit.chunk.id], abs=1e-12)
-        assert hit.score >= cutoff - 1e-12
         assert hit.stage == "fused" and hit.scores["fused"] == hit.score
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        for retriever, found in zip(hybrid.retrievers, lists, strict=True):
+            own = next((h.score for h in found if h.chunk.id == hit.chunk.id), None)
+            assert hit.scores.get(retriever.stage) == own
 
 
 @pytest.mark.parametrize("fusion", ["rrf", "relative_score", "dbsf"])
@@ -117,6 +125,28 @@ def test_hybrid_equals_fusion_of_its_retrievers(index: Index, fusion: FusionMeth
             _check_against_fuse(hybrid, query, 8, spec)
     hits = hybrid.invoke("melting glacier", k=6)
     assert all({"bm25", "vector"} & set(h.scores) for h in hits if "front_page" not in h.scores)
+
+
+def test_hybrid_over_one_index_compiles_its_filter_once(
+    index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtools.retrieval import base
+
+    compiled: list[int] = []
+    real = base.filter_mask
+
+    def counting(spec, chunks):  # type: ignore[no-untyped-def]
+        compiled.append(1)
+        return real(spec, chunks)
+
+    monkeypatch.setattr(base, "filter_mask", counting)
+    spec = {"source": "r3.pdf"}
+    hybrid = HybridRetriever([KeywordRetriever(index), VectorRetriever(index)])
+    hits = hybrid.invoke("volcano lava", k=5, filter=spec)
+    assert compiled == [1]
+    assert hits and all(h.chunk.metadata["source"] == "r3.pdf" for h in hits)
+    KeywordRetriever(index).invoke("volcano lava", k=5, filter=spec)  # alone: its own mask
+    assert compiled == [1, 1]
 
 
 def test_a_chunk_id_on_two_rows_is_fused_once(tmp_path: Path) -> None:
