@@ -50,6 +50,7 @@ __all__ = [
     "NORMALISERS",
     "FusionMethod",
     "Run",
+    "check_method",
     "distribution_based_score_fusion",
     "fuse",
     "fuse_hits",
@@ -130,7 +131,8 @@ def _check_weights(weights: Sequence[float] | None, n_runs: int) -> list[float]:
     return values
 
 
-def _check_method(method: object, rrf_k: float) -> None:
+def check_method(method: object, rrf_k: float) -> None:
+    """Refuse an unknown fusion method, or an ``rrf_k`` RRF cannot use (ConfigError)."""
     if method not in _METHODS:
         _unknown_method(method)
     if method == "rrf" and (isinstance(rrf_k, bool) or not math.isfinite(rrf_k) or rrf_k < 0):
@@ -159,7 +161,7 @@ def fuse_rankings(
         ConfigError: unknown method, bad weights or ``rrf_k``, or a NaN or infinite score
             for a score-based method.
     """
-    _check_method(method, rrf_k)
+    check_method(method, rrf_k)
     normalise = NORMALISERS[method]
     keys: list[npt.NDArray[np.int64]] = []
     values: list[Floats] = []
@@ -217,7 +219,6 @@ def fuse(
     Raises:
         ConfigError: unknown method or bad arguments.
     """
-    _check_method(method, rrf_k)
     ids, rankings = _keyed(runs)
     fused = fuse_rankings(method, rankings, weights=weights, rrf_k=rrf_k)
     return [(ids[key], score) for key, score in fused.pairs()]

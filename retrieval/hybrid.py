@@ -31,7 +31,7 @@ from ragtools.indexes.ranking import Ranking, check_k
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import BaseRetriever, Filter, QueryFilter, RankedChunks, Ranker
-from ragtools.retrieval.fusion import DEFAULT_RRF_K, FusionMethod, _check_method, fuse_rankings
+from ragtools.retrieval.fusion import DEFAULT_RRF_K, FusionMethod, check_method, fuse_rankings
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.keyword import KeywordRetriever
 from ragtools.retrieval.rerank import Reranker
@@ -91,7 +91,7 @@ class HybridRetriever(BaseRetriever):
         if weights is not None and (min(weights) < 0 or sum(weights) <= 0):
             msg = f"weights must be non-negative and not all zero, got {list(weights)}"
             raise ConfigError(msg)
-        _check_method(fusion, rrf_k)
+        check_method(fusion, rrf_k)
         self.retrievers = list(retrievers)
         self.weights = list(weights) if weights is not None else None
         self.fusion: FusionMethod = fusion
