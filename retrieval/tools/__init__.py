@@ -17,6 +17,7 @@ this namespace stays small enough to read at a glance.
 
 from __future__ import annotations
 
+from ragtools.retrieval.tools import qwen  # noqa: F401 (registers Qwen-Agent's file tools)
 from ragtools.retrieval.tools.base import BaseTool
 from ragtools.retrieval.tools.cache import CachedTool, cached
 from ragtools.retrieval.tools.classtool import FunctionTool
