@@ -58,7 +58,8 @@ def v1_annotation(model: Any) -> Any:
     def validate(value: Any) -> Any:
         return value if isinstance(value, model) else model.parse_obj(value)
 
-    return Annotated[model, PlainValidator(validate), WithJsonSchema(model.schema())]
+    # The v1 class itself is no v2 type (pydantic warns on it): carry it as Any, validated.
+    return Annotated[Any, PlainValidator(validate), WithJsonSchema(model.schema())]
 
 
 def from_v1_model(model: Any) -> type[BaseModel]:
