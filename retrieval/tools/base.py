@@ -34,7 +34,6 @@ RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-A
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from abc import ABC, abstractmethod
@@ -51,7 +50,7 @@ from ragtools.retrieval.tools.arguments import (
     parse_arguments,
     split_input,
 )
-from ragtools.retrieval.tools.concurrency import acall_with_timeout, call_with_timeout
+from ragtools.retrieval.tools.concurrency import acall_with_timeout, call_with_timeout, in_thread
 from ragtools.retrieval.tools.exceptions import (
     ErrorHandler,
     check_error_handler,
@@ -293,7 +292,7 @@ class BaseTool(RunnableMethods, BaseModel, ABC):
 
     async def _arun(self, **kwargs: Any) -> Any:
         """Async work; by default ``_run`` in a worker thread so the event loop stays free."""
-        return await asyncio.to_thread(self._run, **kwargs)
+        return await in_thread(self._run, **kwargs)
 
     def _config_parameter(self, *, for_async: bool) -> str | None:
         """Name of the run target's ``RunConfig`` parameter, if it declares one."""

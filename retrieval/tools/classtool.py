@@ -32,7 +32,6 @@ propagate.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from abc import ABC, abstractmethod
@@ -42,7 +41,7 @@ from typing import Any, overload
 from pydantic import BaseModel, ValidationError
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
-from ragtools.retrieval.tools.concurrency import call_with_timeout
+from ragtools.retrieval.tools.concurrency import call_with_timeout, in_thread
 from ragtools.retrieval.tools.exceptions import ErrorHandler, check_error_handler, handled_content
 from ragtools.retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call
 from ragtools.retrieval.tools.output import ToolOutput
@@ -114,7 +113,7 @@ class _InvokeMixin:
     async def ainvoke(self, tool_input: ToolCall | ToolArguments, **kwargs: Any) -> Any:
         """Async :meth:`invoke` (runs it in a worker thread, so the event loop stays free)."""
         invoke: Callable[..., Any] = self.invoke
-        return await asyncio.to_thread(invoke, tool_input, **kwargs)
+        return await in_thread(invoke, tool_input, **kwargs)
 
 
 class FunctionTool(_InvokeMixin, ABC):

@@ -9,6 +9,7 @@ the caller's context, so context variables (the current tool-call id) reach the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,6 +24,7 @@ __all__ = [
     "acall_with_timeout",
     "batch_calls",
     "call_with_timeout",
+    "in_thread",
     "run_coroutine_sync",
 ]
 
@@ -131,3 +133,32 @@ async def acall_with_timeout(awaitable: Awaitable[_T], timeout: float | None, to
         return await asyncio.wait_for(awaitable, timeout)
     except asyncio.TimeoutError as exc:
         raise ToolTimeoutError(tool, timeout) from exc
+
+
+async def in_thread(func: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+    """Await ``func(*args, **kwargs)`` run in its own daemon thread (context copied).
+
+    Unlike :func:`asyncio.to_thread`, the thread is not in the loop's default executor, which
+    :func:`asyncio.run` joins on exit: a sync tool still running after its timeout must not
+    keep the program from finishing. Cancelling the await abandons the result.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[_T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():
+            setter(value)
+
+    def target() -> None:
+        try:
+            value = context.run(func, *args, **kwargs)
+        except BaseException as exc:  # handed to the awaiting task, whatever it is
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_exception, exc)
+        else:
+            outcome = (future.set_result, value)
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=target, name="tool-worker", daemon=True).start()
+    return await future

@@ -30,7 +30,6 @@ the invoke chain as a single chunk.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -41,7 +40,7 @@ from typing import Any
 from ragtools.parsers.errors import ToolInputError
 from ragtools.retrieval.tools.arguments import is_validation_error
 from ragtools.retrieval.tools.base import BaseTool
-from ragtools.retrieval.tools.concurrency import acall_with_timeout, call_with_timeout
+from ragtools.retrieval.tools.concurrency import acall_with_timeout, call_with_timeout, in_thread
 from ragtools.retrieval.tools.exceptions import ErrorHandler, handled_content
 from ragtools.retrieval.tools.execution import (
     AsyncInvokeEndpoint,
@@ -208,7 +207,7 @@ class CallRunner:
         if sync_only or (
             call.tool is not None and not callable(getattr(call.tool, "invoke", None))
         ):
-            return await asyncio.to_thread(self.invoke, call)
+            return await in_thread(self.invoke, call)
         with tool_call_scope(call.call_id):
             try:
                 if call.tool is None:
@@ -231,7 +230,7 @@ class CallRunner:
                 if callable(getattr(tool, "ainvoke", None)):
                     result = await tool.ainvoke(_with_injected(call, tool_input))
                 else:
-                    result = await asyncio.to_thread(tool.invoke, _with_injected(call, tool_input))
+                    result = await in_thread(tool.invoke, _with_injected(call, tool_input))
                 message = _as_message(result, tool_input)
             except Exception as exc:
                 self._callbacks.error(tool_input, exc)
