@@ -64,6 +64,7 @@ def _file_counter(path: str) -> TokenCounter:
     tokenizers = require("tokenizers", package="tokenizers")
     loaded = tokenizers.Tokenizer.from_file(path)
     loaded.no_truncation()
+    loaded.no_padding()  # a model's tokenizer.json may pad every text to a fixed length
 
     def count(text: str) -> int:
         return len(loaded.encode(text, add_special_tokens=False).ids)
