@@ -102,12 +102,15 @@ def streams_natively(tool: Any) -> bool:
 
     The one-item defaults are ours (:class:`RunnableMethods`) and LangChain's
     (``Runnable.stream``); a tool with such a ``stream`` and an ``invoke`` is better invoked,
-    which keeps its artifact.
+    which keeps its artifact. Wrappers that delegate attributes (``CachedTool``) are judged
+    by the method they hand out.
     """
-    method = getattr(type(tool), "stream", None)
-    if not callable(method):
-        return callable(getattr(tool, "stream", None))
+    stream = getattr(tool, "stream", None)
+    if not callable(stream):
+        return False
     if not callable(getattr(tool, "invoke", None)):
         return True
-    qualname = getattr(method, "__qualname__", "")
-    return method is not RunnableMethods.stream and qualname != "Runnable.stream"
+    func = getattr(stream, "__func__", stream)
+    return func is not RunnableMethods.stream and getattr(func, "__qualname__", "") != (
+        "Runnable.stream"
+    )

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from pydantic import v1 as pydantic_v1
 from typing_extensions import TypedDict
 
-from ragtools.retrieval.tools import StructuredTool, Tool, make_tool_call, tool
+from ragtools.retrieval.tools import CachedTool, StructuredTool, Tool, make_tool_call, tool
 from ragtools.retrieval.tools.convert import RunnableTool, convert_runnable_to_tool
 from ragtools.retrieval.tools.node import ToolsNode
 
@@ -130,8 +130,10 @@ class TestStream:
             """Find things."""
             return f"found {query}", ["a"]
 
-        chunks = list(ToolsNode([find]).stream([make_tool_call("find", {"query": "q"}, id="c")]))
-        assert chunks[-1].message is not None and chunks[-1].message.artifact == ["a"]
+        for node_tool in (find, CachedTool(find)):  # a delegating wrapper is judged the same
+            call = make_tool_call("find", {"query": "q"}, id="c")
+            chunks = list(ToolsNode([node_tool]).stream([call]))
+            assert chunks[-1].message is not None and chunks[-1].message.artifact == ["a"]
 
 
 class TestCallbacksInjection:
