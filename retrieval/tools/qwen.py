@@ -41,7 +41,12 @@ from ragtools.retrieval.frontpage import FrontPageRetriever
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
-from ragtools.retrieval.tools.budget import TokenCounter, fit_blocks, token_counter
+from ragtools.retrieval.tools.budget import (
+    TokenCounter,
+    embedder_counter,
+    fit_blocks,
+    token_counter,
+)
 from ragtools.retrieval.tools.classtool import FunctionTool, ToolArguments
 from ragtools.retrieval.tools.exceptions import ToolException
 from ragtools.retrieval.tools.file_index import FileIndexer
@@ -214,7 +219,11 @@ class Retrieval(FileTool):
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` by the configured tokenizer (loaded on first use)."""
         if self._count is None:
-            self._count = token_counter(self._tokenizer)
+            self._count = (
+                embedder_counter(self.indexer.embedder)
+                if self._tokenizer is None
+                else token_counter(self._tokenizer)
+            )
         return self._count(text)
 
     def search(self, query: str, files: Sequence[str]) -> list[Hit]:

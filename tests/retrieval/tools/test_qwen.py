@@ -10,17 +10,18 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from transformers import AutoTokenizer
 
-from ragtools.indexes.embed import _default_model_path
+from ragtools.indexes.embed import SentenceTransformerEmbedder, _default_model_path
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.tools import ToolsNode, create_retriever_tool, get_tool, make_tool_call
-from ragtools.retrieval.tools.budget import fit_blocks, token_counter
+from ragtools.retrieval.tools.budget import embedder_counter, fit_blocks, token_counter
 from ragtools.retrieval.tools.parse_cache import ParseCache
 from ragtools.retrieval.tools.qwen import DocParser, Retrieval, SimpleDocParser
 from ragtools.retrieval.tools.retriever_tool import format_hit
@@ -229,6 +230,22 @@ class TestBudget:
         assert token_counter(len)(text) == len(text)
         with pytest.raises(ConfigError, match="tokenizer"):
             token_counter("no/such/tokenizer-anywhere")
+
+    def test_embedder_counter(self, reference_tokens: Any) -> None:
+        def split_words(text: str, add_special_tokens: bool = True) -> list[str]:
+            return text.split()
+
+        embedder = SimpleNamespace(
+            model=SimpleNamespace(tokenizer=SimpleNamespace(encode=split_words))
+        )
+        assert embedder_counter(embedder)("a b c") == 3
+        text = "Readability counts."
+        assert embedder_counter(FakeEmbedder())(text) == reference_tokens(text)  # no tokenizer
+
+    @pytest.mark.slow
+    def test_embedder_counter_of_the_real_model(self, reference_tokens: Any) -> None:
+        text = "Although practicality beats purity; 深圳."
+        assert embedder_counter(SentenceTransformerEmbedder())(text) == reference_tokens(text)
 
     def test_create_retriever_tool_max_content_tokens(
         self, retriever: FakeRetriever, reference_tokens: Any
