@@ -95,7 +95,7 @@ class FileTool(FunctionTool):
 
     def call(self, params: ToolArguments, files: Sequence[str] | None = None, **kwargs: Any) -> Any:
         """Run on ``params`` (JSON text or a dict) and ``files`` (added to the arguments')."""
-        return self._run(params, files=files, **kwargs).content
+        return self._timed_run(params, files=files, **kwargs).content
 
     def _run(self, arguments: ToolArguments, **kwargs: Any) -> ToolOutput:
         values = self.verify_args(arguments)

@@ -26,8 +26,9 @@ from ragtools.retrieval.tools import (
     tool,
 )
 from ragtools.retrieval.tools.exceptions import ToolTimeoutError
+from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.params import format_result, parse_arguments
-from ragtools.retrieval.tools.qwen import DEFAULT_TOOL_CONFIGS, tool_description
+from ragtools.retrieval.tools.qwen import DEFAULT_TOOL_CONFIGS, FileTool, tool_description
 from ragtools.retrieval.tools.registry import UnknownToolError
 
 
@@ -215,3 +216,20 @@ class TestTimeouts:
         assert message.status == "error" and "'waiter'" in message.content
         with pytest.raises(ConfigError, match="timeout"):
             Waiter(timeout=0)
+
+    def test_file_tool_call_honours_the_timeout(self, gate: threading.Event, tmp_path: Any) -> None:
+        class SlowFiles(FileTool):
+            name = "slow_files"
+            description = "Read files slowly."
+            parameters = [{"name": "files", "type": "array", "items": {"type": "string"}}]
+
+            def call_files(self, arguments: dict[str, Any], paths: list[str]) -> ToolOutput:
+                gate.wait()
+                return ToolOutput(content=", ".join(paths))
+
+        with pytest.raises(ToolTimeoutError, match="'slow_files'"):
+            SlowFiles(timeout=0.05, cache_dir=str(tmp_path)).call({}, files=["a.pdf"])
+        gate.set()
+        assert SlowFiles(cache_dir=str(tmp_path)).call({"files": ["a.pdf"]}, files=["b.pdf"]) == (
+            "a.pdf, b.pdf"
+        )
