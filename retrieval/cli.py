@@ -147,6 +147,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _system_name(name: str | None, systems: dict[str, Any]) -> str | None:
+    """``--baseline`` as given when a system has that name, else its canonical retriever name
+    (``bm25`` finds ``keyword``)."""
+    if name is None or name in systems:
+        return name
+    return canonical_retriever(name)
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from ragtools.retrieval.evaluation.beir import load_qrels
     from ragtools.retrieval.evaluation.compare import (
@@ -164,7 +172,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     tests = ("t", "randomization") if args.test == "both" else (args.test,)
     comparison = compare_systems(
         systems,
-        baseline=canonical_retriever(args.baseline) if args.baseline else None,
+        baseline=_system_name(args.baseline, systems),
         metrics=metrics,
         tests=tests,
         permutations=args.permutations,
