@@ -44,20 +44,25 @@ def write_report_chart(report: Mapping[str, Any], path: str | Path) -> Path:
     figure = _figure(max(6.0, 1.2 + 1.6 * len(names)), 4.5)
     axes = figure.add_subplot()
     width = 0.8 / max(1, len(series))
+    with_errors = False
     for index, (key, color) in enumerate(series):
         offsets = [i + (index - (len(series) - 1) / 2) * width for i in range(len(names))]
         entries = [report["results"][name] for name in names]
         values = [entry[key] for entry in entries]
         errors = _error_bars(entries, key)
+        with_errors = with_errors or errors is not None
         bars = axes.bar(
             offsets, values, width, label=key, color=color, yerr=errors, capsize=3 if errors else 0
         )
-        axes.bar_label(bars, fmt="%.3f", padding=2, fontsize=8)
+        if errors:  # inside the bar, clear of the error bar above it
+            axes.bar_label(bars, fmt="%.3f", label_type="center", color="white", fontsize=8)
+        else:
+            axes.bar_label(bars, fmt="%.3f", padding=2, fontsize=8)
     axes.set_xticks(range(len(names)), names)
     pad = 0.6 + max(0, 3 - len(names)) * 0.5  # keep bars narrow when few retrievers
     axes.set_xlim(-pad, len(names) - 1 + pad)
     axes.set_ylim(0.0, 1.08)
-    axes.set_ylabel("score (error bars: bootstrap 95% CI)")
+    axes.set_ylabel("score (error bars: bootstrap 95% CI)" if with_errors else "score")
     axes.set_title(
         f"{report['dataset']} ({report['split']}, {report['num_queries']} queries)", loc="left"
     )
