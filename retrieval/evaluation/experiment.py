@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -28,7 +27,7 @@ from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 from ragtools.retrieval.base import Retriever
 from ragtools.retrieval.evaluation.beir import BeirDataset, corpus_documents, load_beir
-from ragtools.retrieval.evaluation.metrics import DEFAULT_K_VALUES, Run, per_query
+from ragtools.retrieval.evaluation.metrics import DEFAULT_K_VALUES, Run, average, per_query
 from ragtools.retrieval.evaluation.provenance import collect_provenance
 from ragtools.retrieval.evaluation.report import REQUIRED_METRICS, build_report, write_report
 from ragtools.retrieval.evaluation.runner import run_retriever
@@ -201,7 +200,7 @@ def run_eval(
         clock = time.perf_counter()
         rows[name] = per_query(qrels, result.run, cutoffs)
         results[name] = {
-            **_means(rows[name]),
+            **average(rows[name]),
             "ci95": _intervals(rows[name]),
             "latency_ms": result.latency_summary(),
         }
@@ -233,12 +232,6 @@ def run_eval(
     )
     write_report(report, out, runs=runs, per_query=rows)
     return report
-
-
-def _means(rows: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """Every metric's mean over the queries, summed as ``evaluate_run`` sums them."""
-    keys = list(next(iter(rows.values()))) if rows else []
-    return {key: math.fsum(row[key] for row in rows.values()) / len(rows) for key in keys}
 
 
 def _intervals(rows: Mapping[str, Mapping[str, float]]) -> dict[str, list[float]]:

@@ -51,6 +51,7 @@ __all__ = [
     "MissingQueries",
     "Qrels",
     "Run",
+    "average",
     "canonical_metric",
     "evaluate_run",
     "metric_cutoff",
@@ -230,7 +231,13 @@ def evaluate_run(
             "check that the run and the qrels come from the same dataset and split"
         )
         raise ConfigError(msg)
-    keys = _keys(_check_k_values(k_values))
+    return average(rows)
+
+
+def average(rows: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Every metric's mean over the queries of :func:`per_query` rows (exactly rounded sums),
+    as :func:`evaluate_run` reports it; ``{}`` for no rows."""
+    keys = list(next(iter(rows.values()))) if rows else []
     return {key: math.fsum(row[key] for row in rows.values()) / len(rows) for key in keys}
 
 

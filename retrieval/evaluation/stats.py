@@ -46,6 +46,7 @@ __all__ = [
     "WinsTiesLosses",
     "bootstrap_ci",
     "holm",
+    "mean",
     "paired_t_test",
     "randomization_test",
     "wins_ties_losses",
