@@ -65,7 +65,7 @@ def tune(args: argparse.Namespace) -> int:
             if sum(weights) == 0:
                 continue
             m = _score(index, train_runs, train.qrels, method, weights)
-            rows.append((m["ndcg@10"], m["recall@100"], method, weights))
+            rows.append((m["nDCG@10"], m["R@100"], method, weights))
     rows.sort(key=lambda row: (-row[0], row[2], row[3]))
     print("top settings on the TRAIN split (nDCG@10, Recall@100, method, [w_bm25, w_vector]):")
     for row in rows[:10]:
@@ -73,16 +73,16 @@ def tune(args: argparse.Namespace) -> int:
     best = rows[0]
     for label, weights in (("single bm25", [1.0, 0.0]), ("single vector", [0.0, 1.0])):
         m = _score(index, train_runs, train.qrels, "rrf", weights)
-        print(f"  train {label}: nDCG@10 {m['ndcg@10']:.4f}")
+        print(f"  train {label}: nDCG@10 {m['nDCG@10']:.4f}")
     chosen = _score(index, test_runs, test.qrels, best[2], best[3])
     bm25 = _score(index, test_runs, test.qrels, "rrf", [1.0, 0.0])
     vec = _score(index, test_runs, test.qrels, "rrf", [0.0, 1.0])
     result = {
         "chosen": {"fusion": best[2], "weights": best[3], "train_ndcg@10": best[0]},
         "test": {
-            "hybrid": {"ndcg@10": chosen["ndcg@10"], "recall@100": chosen["recall@100"]},
-            "bm25": {"ndcg@10": bm25["ndcg@10"], "recall@100": bm25["recall@100"]},
-            "vector": {"ndcg@10": vec["ndcg@10"], "recall@100": vec["recall@100"]},
+            "hybrid": {"nDCG@10": chosen["nDCG@10"], "R@100": chosen["R@100"]},
+            "bm25": {"nDCG@10": bm25["nDCG@10"], "R@100": bm25["R@100"]},
+            "vector": {"nDCG@10": vec["nDCG@10"], "R@100": vec["R@100"]},
         },
     }
     print(json.dumps(result, indent=2))

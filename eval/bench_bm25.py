@@ -245,7 +245,7 @@ def print_scifact(result: dict[str, Any]) -> None:
         print(
             f"{name:34s} {row['build_s']:8.3f} {row['single_qps']:12.0f} "
             f"{row['batch_qps']:10.0f} {row.get('peak_build_mb', nan):8.1f} "
-            f"{row.get('ndcg@10', nan):8.4f} {row.get('recall@100', nan):7.4f}"
+            f"{row.get('nDCG@10', nan):8.4f} {row.get('R@100', nan):7.4f}"
         )
     ours = rows["ours default"]
     bm25s_api, bm25s_raw = rows["bm25s lucene"], rows["bm25s lucene (internal top-k)"]
@@ -259,15 +259,15 @@ def print_scifact(result: dict[str, Any]) -> None:
     }
     print(f"\nours default = BM25Index(): {DEFAULT_VARIANT} {DEFAULT_PARAMS}")
     print(
-        f"ours default nDCG@10 on test {ours['ndcg@10']:.4f} (standard error over its "
-        f"{result['n_test']} queries {ours['ndcg@10_se']:.4f}); on train, where it was chosen, "
-        f"{result['default_train']['ndcg@10']:.4f}"
+        f"ours default nDCG@10 on test {ours['nDCG@10']:.4f} (standard error over its "
+        f"{result['n_test']} queries {ours['nDCG@10_se']:.4f}); on train, where it was chosen, "
+        f"{result['default_train']['nDCG@10']:.4f}"
     )
     boosted = result["index_default"]
     print(
         f"ours default as Index / rag build index a titled document (title_boost="
-        f"{boosted['title_boost']}, chosen on train): nDCG@10 {boosted['ndcg@10']:.4f}, "
-        f"R@100 {boosted['recall@100']:.4f}"
+        f"{boosted['title_boost']}, chosen on train): nDCG@10 {boosted['nDCG@10']:.4f}, "
+        f"R@100 {boosted['R@100']:.4f}"
     )
     print("ratios for ours default:")
     for key, value in ratios.items():

@@ -20,7 +20,7 @@ Measured, all in one run on the same machine:
   pytrec_eval, for the flat, HNSW and IVF indexes;
 * single-query and batch search latency of each index kind against a numpy brute force
   (``X @ q`` + ``argpartition``) over the same normalised vectors;
-* HNSW and IVF recall@10 against the exact flat results.
+* HNSW and IVF R@10 against the exact flat results.
 
 Document embeddings are cached in ``eval/cache/embeddings`` (gitignored) through
 ``CachedEmbedder``, so only the first run embeds the corpus. Prints a table and writes
@@ -176,8 +176,8 @@ def evaluate(run: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]])
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"})
     per_query = evaluator.evaluate(run)
     return {
-        "ndcg@10": float(np.mean([v["ndcg_cut_10"] for v in per_query.values()])),
-        "recall@100": float(np.mean([v["recall_100"] for v in per_query.values()])),
+        "nDCG@10": float(np.mean([v["ndcg_cut_10"] for v in per_query.values()])),
+        "R@100": float(np.mean([v["recall_100"] for v in per_query.values()])),
     }
 
 
@@ -232,7 +232,7 @@ def search_bench(
         row: dict[str, Any] = {
             "build_s": build_s,
             **latencies(index, x, qs, mask, repeats),
-            "recall@10_vs_flat": float(
+            "R@10_vs_flat": float(
                 np.mean([len(a & e) / 10 for a, e in zip(top10, exact, strict=True)])
             ),
             **evaluate(run, qrels),
@@ -309,8 +309,8 @@ def print_table(results: dict[str, Any]) -> None:
     for kind in KINDS:
         row = search[kind]
         print(
-            f"{kind:<7}{row['ndcg@10']:>9.4f}{row['recall@100']:>8.4f}"
-            f"{row['recall@10_vs_flat']:>10.3f}{row['build_s']:>9.2f}"
+            f"{kind:<7}{row['nDCG@10']:>9.4f}{row['R@100']:>8.4f}"
+            f"{row['R@10_vs_flat']:>10.3f}{row['build_s']:>9.2f}"
             f"{row['single_ms']:>12.3f}{row['numpy_single_ms']:>8.3f}"
             f"{row['batch_ms']:>10.2f}{row['numpy_batch_ms']:>8.2f}"
             f"{row['filtered_1pct_single_ms']:>14.3f}"

@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             k3=k3,
         )
         index.add(corpus)
-        ndcg = run_split(index, query_tokens, train, doc_ids)["ndcg@10"]
+        ndcg = run_split(index, query_tokens, train, doc_ids)["nDCG@10"]
         scores.append(
             {
                 "tokenizer": TOKENIZERS[t],

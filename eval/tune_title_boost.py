@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             {"title_boost": boost, "variant": variant, "k1": k1, "b": b, **{"train": ndcg}}
         )
     by_boost = {
-        boost: max(s["train"]["ndcg@10"] for s in scores if s["title_boost"] == boost)
+        boost: max(s["train"]["nDCG@10"] for s in scores if s["title_boost"] == boost)
         for boost in BOOSTS
     }
     # An index keeps BM25Index()'s parameters (IndexSettings.bm25 is empty by default), so
@@ -82,15 +82,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (s["variant"], s["k1"], s["b"])
         == (DEFAULT_VARIANT, DEFAULT_PARAMS["k1"], DEFAULT_PARAMS["b"])
     ]
-    chosen = dict(max(at_defaults, key=lambda s: s["train"]["ndcg@10"]))
+    chosen = dict(max(at_defaults, key=lambda s: s["train"]["nDCG@10"]))
     settings = (chosen["title_boost"], DEFAULT_VARIANT, DEFAULT_PARAMS["k1"], DEFAULT_PARAMS["b"])
     chosen["test"] = run_split(index(*settings), query_tokens, qrels["test"], doc_ids)
-    grid_best = max(scores, key=lambda s: s["train"]["ndcg@10"])
+    grid_best = max(scores, key=lambda s: s["train"]["nDCG@10"])
     print("best train nDCG@10 per title_boost, whole grid:", json.dumps(by_boost))
     print("best of the whole grid (train only):", json.dumps(grid_best))
     print(
         "train nDCG@10 per title_boost at BM25Index()'s parameters:",
-        json.dumps({s["title_boost"]: s["train"]["ndcg@10"] for s in at_defaults}),
+        json.dumps({s["title_boost"]: s["train"]["nDCG@10"] for s in at_defaults}),
     )
     print("chosen on train:", json.dumps(chosen))
     print(f"({len(scores)} configurations in {time.perf_counter() - started:.0f}s)")

@@ -18,12 +18,13 @@ from ragtools.indexes.bundle import Index
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.names import SEARCH_MODES, canonical_retriever
 
 __all__ = ["main", "make_retriever"]
 
 logger = logging.getLogger(__name__)
 
-MODES = ("keyword", "vector", "hybrid")
+MODES = SEARCH_MODES
 
 
 def make_retriever(index: Index, mode: str, k: int) -> BaseRetriever:
@@ -32,6 +33,7 @@ def make_retriever(index: Index, mode: str, k: int) -> BaseRetriever:
     from ragtools.retrieval.keyword import KeywordRetriever
     from ragtools.retrieval.vector import VectorRetriever
 
+    mode = canonical_retriever(mode)
     if mode == "keyword":
         return KeywordRetriever(index, k=k)
     if mode == "vector":
@@ -117,7 +119,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from ragtools.retrieval.evaluation.experiment import run_eval
     from ragtools.retrieval.evaluation.report import render_markdown
+    from ragtools.retrieval.evaluation.verify import load_expected, verify_report
 
+    expected = load_expected(args.verify) if args.verify else None  # bad file: fail first
     names = [name.strip() for name in args.retrievers.split(",") if name.strip()]
     report = run_eval(
         args.dataset,
@@ -127,9 +131,56 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         index_dir=args.index,
         max_queries=args.max_queries,
         model=args.model,
+        depth=args.depth,
     )
     print(render_markdown(report))
-    print(f"wrote {args.out}/report.json, report.md, report.png and runs/")
+    print(f"wrote {args.out}/report.json, report.md, report.png and runs/ (runs, per-query)")
+    if expected is None:
+        return 0
+    problems = verify_report(report, expected)
+    for problem in problems:
+        print(f"rag: verify: {problem}", file=sys.stderr)
+    if problems:
+        print(f"rag: verify: {len(problems)} figure(s) of {args.verify} failed", file=sys.stderr)
+        return 1
+    print(f"verify: every figure of {args.verify} for {report['dataset']} holds")
+    return 0
+
+
+def _system_name(name: str | None, systems: dict[str, Any]) -> str | None:
+    """``--baseline`` as given when a system has that name, else its canonical retriever name
+    (``bm25`` finds ``keyword``)."""
+    if name is None or name in systems:
+        return name
+    return canonical_retriever(name)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from ragtools.retrieval.evaluation.beir import load_qrels
+    from ragtools.retrieval.evaluation.compare import (
+        compare_systems,
+        render_comparison,
+        write_comparison,
+    )
+    from ragtools.retrieval.evaluation.metrics import metric_cutoff
+    from ragtools.retrieval.evaluation.perquery import load_systems
+
+    qrels = load_qrels(args.dataset, args.split) if args.dataset else None
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    cutoffs = [metric_cutoff(m) for m in metrics] if metrics else None
+    systems = load_systems(args.inputs, qrels=qrels, cutoffs=cutoffs)
+    tests = ("t", "randomization") if args.test == "both" else (args.test,)
+    comparison = compare_systems(
+        systems,
+        baseline=_system_name(args.baseline, systems),
+        metrics=metrics,
+        tests=tests,
+        permutations=args.permutations,
+        seed=args.seed,
+    )
+    print(render_comparison(comparison))
+    write_comparison(comparison, args.out)
+    print(f"wrote {args.out}/compare.json, compare.md and compare.png")
     return 0
 
 
@@ -150,7 +201,9 @@ def _parser() -> argparse.ArgumentParser:
     search = sub.add_parser("search", help="query an index")
     search.add_argument("index")
     search.add_argument("query")
-    search.add_argument("--mode", choices=MODES, default="hybrid")
+    search.add_argument(
+        "--mode", type=canonical_retriever, choices=MODES, default="hybrid", help="bm25 = keyword"
+    )
     search.add_argument("-k", type=int, default=5)
     search.add_argument("--filter", default=None, help='JSON, e.g. {"page": {"$gte": 3}}')
     search.add_argument("--json", action="store_true", help="print the hits as JSON")
@@ -159,12 +212,42 @@ def _parser() -> argparse.ArgumentParser:
     evaluate = sub.add_parser("eval", help="evaluate retrievers on a BEIR dataset")
     evaluate.add_argument("--dataset", required=True, help="BEIR folder (corpus.jsonl, ...)")
     evaluate.add_argument("--split", default="test")
-    evaluate.add_argument("--retrievers", default="bm25,vector,hybrid")
+    evaluate.add_argument(
+        "--retrievers",
+        default="keyword,vector,hybrid",
+        help="comma-separated: keyword (alias bm25), vector, hybrid, hybrid_rrf, front_page",
+    )
+    evaluate.add_argument(
+        "--depth", type=int, default=1000, help="documents per query in the runs (default 1000)"
+    )
+    evaluate.add_argument(
+        "--verify",
+        default=None,
+        metavar="EXPECTED",
+        help="YAML/JSON expected figures; exit 1 on drift",
+    )
     evaluate.add_argument("--out", default="eval-out", help="report directory")
     evaluate.add_argument("--index", default=None, help="index directory (default OUT/index)")
     evaluate.add_argument("--max-queries", type=int, default=None)
     evaluate.add_argument("--model", default=None, help="sentence-transformers name or path")
     evaluate.set_defaults(func=_cmd_eval)
+
+    compare = sub.add_parser(
+        "compare", help="compare systems query by query against a baseline (significance tests)"
+    )
+    compare.add_argument(
+        "inputs", nargs="+", metavar="REPORT_OR_RUN",
+        help="report.json (or its folder), NAME.per_query.jsonl or a TREC run (needs --dataset)",
+    )  # fmt: skip
+    compare.add_argument("--baseline", default=None, help="system name (default: the first)")
+    compare.add_argument("--test", choices=("t", "randomization", "both"), default="both")
+    compare.add_argument("--metrics", default=None, help="e.g. nDCG@10,R@100 (default: 4 main)")
+    compare.add_argument("--dataset", default=None, help="BEIR folder whose qrels score runs")
+    compare.add_argument("--split", default="test")
+    compare.add_argument("--permutations", type=int, default=10_000)
+    compare.add_argument("--seed", type=int, default=42)
+    compare.add_argument("--out", default="compare-out", help="output directory")
+    compare.set_defaults(func=_cmd_compare)
 
     info = sub.add_parser("info", help="describe an index")
     info.add_argument("index")

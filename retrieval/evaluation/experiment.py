@@ -15,6 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +27,31 @@ from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 from ragtools.retrieval.base import Retriever
 from ragtools.retrieval.evaluation.beir import BeirDataset, corpus_documents, load_beir
-from ragtools.retrieval.evaluation.metrics import evaluate_run
-from ragtools.retrieval.evaluation.report import build_report, write_report
+from ragtools.retrieval.evaluation.metrics import DEFAULT_K_VALUES, Run, average, per_query
+from ragtools.retrieval.evaluation.provenance import collect_provenance
+from ragtools.retrieval.evaluation.report import REQUIRED_METRICS, build_report, write_report
 from ragtools.retrieval.evaluation.runner import run_retriever
+from ragtools.retrieval.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
 from ragtools.retrieval.frontpage import FrontPageRetriever
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.names import RETRIEVER_NAMES, canonical_retriever
 from ragtools.retrieval.vector import VectorRetriever
 
-__all__ = ["EVAL_CHUNK_SIZE", "RETRIEVER_NAMES", "make_retrievers", "open_or_build", "run_eval"]
+__all__ = [
+    "DEFAULT_DEPTH",
+    "EVAL_CHUNK_SIZE",
+    "RETRIEVER_NAMES",
+    "make_retrievers",
+    "open_or_build",
+    "run_eval",
+]
 
 logger = logging.getLogger(__name__)
 
 EVAL_CHUNK_SIZE = 12_000
-RETRIEVER_NAMES = ("bm25", "vector", "hybrid", "hybrid_rrf", "front_page")
+DEFAULT_DEPTH = 1000
+"""Documents per query in a run, as trec_eval's and BEIR's @1000 measures need."""
 _NEEDS_VECTOR = {"vector", "hybrid", "hybrid_rrf"}
 
 
@@ -99,11 +111,11 @@ def open_or_build(
 def make_retrievers(
     index: Index, names: Sequence[str], **hybrid_options: Any
 ) -> dict[str, Retriever]:
-    """Retrievers by name: ``bm25``, ``vector``, ``hybrid`` (tuned default fusion),
-    ``hybrid_rrf`` (plain RRF, equal weights) and ``front_page``."""
+    """Retrievers by name: ``keyword`` (alias ``bm25``), ``vector``, ``hybrid`` (tuned
+    default fusion), ``hybrid_rrf`` (plain RRF, equal weights) and ``front_page``."""
     made: dict[str, Retriever] = {}
-    for name in names:
-        if name == "bm25":
+    for name in (canonical_retriever(name) for name in names):
+        if name == "keyword":
             made[name] = KeywordRetriever(index)
         elif name == "vector":
             made[name] = VectorRetriever(index)
@@ -123,46 +135,110 @@ def run_eval(
     dataset_dir: str | Path,
     *,
     split: str = "test",
-    retrievers: Sequence[str] = ("bm25", "vector", "hybrid"),
+    retrievers: Sequence[str] = ("keyword", "vector", "hybrid"),
     out: str | Path,
     index_dir: str | Path | None = None,
     max_queries: int | None = None,
     model: str | None = None,
-    k: int = 100,
+    depth: int = DEFAULT_DEPTH,
     show_progress: bool | None = None,
     hybrid_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``retrievers`` on a BEIR dataset and write the report into ``out``.
 
+    Args:
+        dataset_dir: the BEIR folder.
+        split: the qrels split evaluated.
+        retrievers: names of :data:`RETRIEVER_NAMES` or their aliases (``bm25``).
+        out: the report directory.
+        index_dir: where the index is (re)built; ``out/index`` by default.
+        max_queries: evaluate only the first queries (by id), for a quick look.
+        model: the embedding model (name or path); the bundled default otherwise.
+        depth: documents retrieved per query; metrics are reported at the cut-offs of
+            :data:`DEFAULT_K_VALUES` no deeper than this.
+        show_progress: progress bars; ``None`` shows them on a terminal only.
+        hybrid_options: keyword arguments for the ``hybrid`` retriever.
+
     Returns:
-        The report (also written as ``report.json``, ``report.md``, ``report.png`` and
-        ``runs/NAME.trec``).
+        The report (also written as ``report.json``, ``report.md``, ``report.png``,
+        ``runs/NAME.trec`` and ``runs/NAME.per_query.jsonl``).
     """
-    unknown = [name for name in retrievers if name not in RETRIEVER_NAMES]
-    if unknown:
+    names = list(dict.fromkeys(canonical_retriever(name) for name in retrievers))
+    unknown = [name for name in names if name not in RETRIEVER_NAMES]
+    if unknown or not names:
         msg = f"unknown retriever(s) {', '.join(unknown)}; choose from {', '.join(RETRIEVER_NAMES)}"
         raise ConfigError(msg)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        msg = f"depth must be an integer >= 1, got {depth!r}"
+        raise ConfigError(msg)
+    started_at = datetime.now(timezone.utc)
     dataset = load_beir(dataset_dir, split)
     queries: Mapping[str, str] = dataset.queries
     if max_queries is not None:
         queries = dict(sorted(queries.items())[:max_queries])
     out = Path(out)
+    clock = time.perf_counter()
     index = open_or_build(
         dataset,
         index_dir or out / "index",
-        vector=bool(_NEEDS_VECTOR & set(retrievers)),
+        vector=bool(_NEEDS_VECTOR & set(names)),
         model=model,
         show_progress=show_progress,
     )
+    seconds: dict[str, Any] = {"index": time.perf_counter() - clock, "retrieve": {}, "score": 0.0}
+    cutoffs = [k for k in DEFAULT_K_VALUES if k <= depth]
+    qrels = {qid: dataset.qrels[qid] for qid in queries}
     results: dict[str, dict[str, Any]] = {}
-    runs = {}
-    for name, retriever in make_retrievers(index, retrievers, **(hybrid_options or {})).items():
-        result = run_retriever(retriever, queries, k=k, overfetch=1.0, show_progress=show_progress)
-        qrels = {qid: dataset.qrels[qid] for qid in queries}
-        metrics = evaluate_run(qrels, result.run)
-        results[name] = {**metrics, "latency_ms": result.latency_summary()}
+    runs: dict[str, Run] = {}
+    rows: dict[str, dict[str, dict[str, float]]] = {}
+    for name, retriever in make_retrievers(index, names, **(hybrid_options or {})).items():
+        clock = time.perf_counter()
+        result = run_retriever(
+            retriever, queries, k=depth, overfetch=1.0, show_progress=show_progress
+        )
+        seconds["retrieve"][name] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        rows[name] = per_query(qrels, result.run, cutoffs)
+        results[name] = {
+            **average(rows[name]),
+            "ci95": _intervals(rows[name]),
+            "latency_ms": result.latency_summary(),
+        }
+        seconds["score"] += time.perf_counter() - clock
         runs[name] = result.run
-        logger.info("%s: nDCG@10 %.4f", name, metrics["ndcg@10"])
-    report = build_report(dataset.name, split, len(queries), results)
-    write_report(report, out, runs=runs)
+        logger.info("%s: nDCG@10 %.4f", name, results[name].get("nDCG@10", float("nan")))
+    provenance = collect_provenance(
+        dataset_name=dataset.name,
+        split=split,
+        dataset_dir=dataset_dir,
+        dataset_files=("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"),
+        num_queries=len(queries),
+        started_at=started_at,
+        seconds=seconds,
+        settings={
+            "retrievers": names,
+            "depth": depth,
+            "cutoffs": cutoffs,
+            "max_queries": max_queries,
+            "missing_queries": "zero",
+            "chunk_size": EVAL_CHUNK_SIZE,
+            "hybrid_options": dict(hybrid_options or {}),
+            "ci": {"confidence": 0.95, "resamples": DEFAULT_RESAMPLES, "seed": DEFAULT_SEED},
+        },
+        index=index,
+    )
+    report = build_report(
+        dataset.name, split, len(queries), results, depth=depth, provenance=provenance
+    )
+    write_report(report, out, runs=runs, per_query=rows)
     return report
+
+
+def _intervals(rows: Mapping[str, Mapping[str, float]]) -> dict[str, list[float]]:
+    """Bootstrap 95% intervals of the means the chart draws and papers quote."""
+    intervals = {}
+    for metric in REQUIRED_METRICS:
+        values = [row[metric] for row in rows.values() if metric in row]
+        if len(values) == len(rows) >= 2:
+            intervals[metric] = list(bootstrap_ci(values))
+    return intervals

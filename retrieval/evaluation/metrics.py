@@ -11,16 +11,16 @@ extension at run time. The trec_eval details that change numbers, all reproduced
   gives that order; ranks written by ``write_trec_run`` follow it.
 * **Relevance.** A judgment counts as relevant when its score is >= 1 (pytrec_eval's default
   ``relevance_level``); unjudged documents are non-relevant.
-* ``ndcg@k`` (trec_eval ``ndcg_cut.k``): gains are the graded judgment values themselves
+* ``nDCG@k`` (trec_eval ``ndcg_cut.k``): gains are the graded judgment values themselves
   (not ``2**rel - 1``), negative values count as 0, the discount is ``log2(rank + 1)``, and
   the ideal ranking is built from the qrels (all judged documents, best first, cut at k).
-* ``recall@k`` (``recall.k``): relevant documents in the top k / all relevant documents.
-* ``map@k`` (``map_cut.k``): the sum of precision at each relevant rank <= k, divided by the
+* ``R@k`` (``recall.k``): relevant documents in the top k / all relevant documents.
+* ``AP@k`` (``map_cut.k``): the sum of precision at each relevant rank <= k, divided by the
   number of relevant documents (not by ``min(k, R)``).
-* ``mrr@k``: trec_eval's ``recip_rank`` has no cut-off; like BEIR we cut the run to its top
+* ``RR@k``: trec_eval's ``recip_rank`` has no cut-off; like BEIR we cut the run to its top
   k (in trec_eval order) first, so it is 1/rank of the first relevant document if that rank
   is <= k, else 0.
-* ``p@k`` (``P.k``): relevant documents in the top k / k, even when fewer than k documents
+* ``P@k`` (``P.k``): relevant documents in the top k / k, even when fewer than k documents
   were retrieved.
 * A query whose judgments are all non-relevant scores 0 on every measure (pytrec_eval
   evaluates it); a query with an empty judgment dict is not a judged query and is left out
@@ -51,7 +51,10 @@ __all__ = [
     "MissingQueries",
     "Qrels",
     "Run",
+    "average",
+    "canonical_metric",
     "evaluate_run",
+    "metric_cutoff",
     "per_query",
     "trec_order",
 ]
@@ -69,10 +72,53 @@ MissingQueries = Literal["zero", "skip"]
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100, 1000)
 """The cut-offs BEIR reports."""
 
-MEASURES: tuple[str, ...] = ("ndcg", "recall", "map", "mrr", "p")
-"""Measure names; result keys are ``f"{measure}@{k}"``, e.g. ``ndcg@10``."""
+MEASURES: tuple[str, ...] = ("nDCG", "R", "AP", "RR", "P")
+"""Measure names in the ir_measures style; result keys are ``f"{measure}@{k}"``, e.g.
+``nDCG@10``. :func:`canonical_metric` also accepts the older names (``ndcg@10``,
+``recall@100``, ``map@100``, ``mrr@10``, ``p@10``) and ranx's (``precision@10``)."""
+
+_MEASURE_ALIASES: dict[str, str] = {
+    "ndcg": "nDCG",
+    "r": "R",
+    "recall": "R",
+    "ap": "AP",
+    "map": "AP",
+    "rr": "RR",
+    "mrr": "RR",
+    "p": "P",
+    "precision": "P",
+}
 
 _RELEVANCE_LEVEL = 1
+
+
+def canonical_metric(name: str) -> str:
+    """The ir_measures-style name of a metric, from it or any alias.
+
+    Args:
+        name: ``MEASURE@k``, e.g. ``nDCG@10``, ``ndcg@10``, ``recall@100``, ``R@100``,
+            ``map@100``, ``mrr@10``, ``precision@10`` (the measure part is case-insensitive).
+
+    Returns:
+        ``nDCG@k``, ``R@k``, ``AP@k``, ``RR@k`` or ``P@k``.
+
+    Raises:
+        ConfigError: an unknown measure or a cut-off that is not an integer >= 1.
+    """
+    measure, _, cutoff = str(name).strip().partition("@")
+    canonical = _MEASURE_ALIASES.get(measure.lower())
+    if canonical is None or not cutoff.isdigit() or int(cutoff) < 1:
+        msg = (
+            f"unknown metric {name!r}; use MEASURE@k with MEASURE one of "
+            f"{', '.join(MEASURES)} (or ndcg, recall, map, mrr, p), e.g. nDCG@10"
+        )
+        raise ConfigError(msg)
+    return f"{canonical}@{int(cutoff)}"
+
+
+def metric_cutoff(name: str) -> int:
+    """The cut-off k of a metric name (any alias), e.g. 100 for ``R@100``."""
+    return int(canonical_metric(name).partition("@")[2])
 
 
 def trec_order(scores: Mapping[str, float]) -> list[tuple[str, float]]:
@@ -112,7 +158,7 @@ def per_query(
             every measure, ``"skip"`` leaves them out (pytrec_eval's behaviour).
 
     Returns:
-        ``{query_id: {"ndcg@10": ..., "recall@100": ..., ...}}`` in qrels order, with keys
+        ``{query_id: {"nDCG@10": ..., "R@100": ..., ...}}`` in qrels order, with keys
         ``f"{measure}@{k}"`` for every measure of :data:`MEASURES` and every k (sorted).
 
     Raises:
@@ -164,8 +210,8 @@ def evaluate_run(
             (as BEIR over pytrec_eval's output).
 
     Returns:
-        Mean values keyed ``"ndcg@10"``, ``"recall@100"``, ``"map@100"``, ``"mrr@10"``,
-        ``"p@10"``, ... for every measure and k; each in [0, 1], higher is better.
+        Mean values keyed ``"nDCG@10"``, ``"R@100"``, ``"AP@100"``, ``"RR@10"``,
+        ``"P@10"``, ... for every measure and k; each in [0, 1], higher is better.
 
     Raises:
         ConfigError: as :func:`per_query`, or no judged query is in the run with
@@ -174,8 +220,8 @@ def evaluate_run(
     Example:
         >>> evaluate_run({"q": {"d1": 1, "d2": 1}}, {"q": {"d1": 0.9, "d3": 0.5}}, [1, 2])
         ... # doctest: +NORMALIZE_WHITESPACE
-        {'ndcg@1': 1.0, 'ndcg@2': 0.6131471927654584, 'recall@1': 0.5, 'recall@2': 0.5,
-         'map@1': 0.5, 'map@2': 0.5, 'mrr@1': 1.0, 'mrr@2': 1.0, 'p@1': 1.0, 'p@2': 0.5}
+        {'nDCG@1': 1.0, 'nDCG@2': 0.6131471927654584, 'R@1': 0.5, 'R@2': 0.5,
+         'AP@1': 0.5, 'AP@2': 0.5, 'RR@1': 1.0, 'RR@2': 1.0, 'P@1': 1.0, 'P@2': 0.5}
     """
     rows = per_query(qrels, run, k_values, missing=missing)
     if not rows:
@@ -185,7 +231,13 @@ def evaluate_run(
             "check that the run and the qrels come from the same dataset and split"
         )
         raise ConfigError(msg)
-    keys = _keys(_check_k_values(k_values))
+    return average(rows)
+
+
+def average(rows: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """Every metric's mean over the queries of :func:`per_query` rows (exactly rounded sums),
+    as :func:`evaluate_run` reports it; ``{}`` for no rows."""
+    keys = list(next(iter(rows.values()))) if rows else []
     return {key: math.fsum(row[key] for row in rows.values()) / len(rows) for key in keys}
 
 
@@ -228,10 +280,10 @@ def _query_measures(
         n = min(k, len(rels))
         top_dcg = float(dcg[n - 1]) if n else 0.0
         top_idcg = float(idcg[min(k, len(ideal)) - 1]) if len(ideal) else 0.0
-        out[f"ndcg@{k}"] = top_dcg / top_idcg if top_idcg > 0 else 0.0
+        out[f"nDCG@{k}"] = top_dcg / top_idcg if top_idcg > 0 else 0.0
         top_hits = float(hits[n - 1]) if n else 0.0
-        out[f"recall@{k}"] = top_hits / num_rel if num_rel else 0.0
-        out[f"map@{k}"] = float(precision_sum[n - 1]) / num_rel if n and num_rel else 0.0
-        out[f"mrr@{k}"] = 1.0 / first if 0 < first <= k else 0.0
-        out[f"p@{k}"] = top_hits / k
+        out[f"R@{k}"] = top_hits / num_rel if num_rel else 0.0
+        out[f"AP@{k}"] = float(precision_sum[n - 1]) / num_rel if n and num_rel else 0.0
+        out[f"RR@{k}"] = 1.0 / first if 0 < first <= k else 0.0
+        out[f"P@{k}"] = top_hits / k
     return {key: out[key] for key in _keys(ks)}

@@ -1,26 +1,29 @@
-"""Evaluation reports: ``report.json``, a Markdown table, a PNG bar chart and TREC run files.
+"""Evaluation reports: ``report.json``, a Markdown table, a PNG chart, runs, per-query files.
 
 The JSON shape is part of the public contract (``rag eval`` writes it, CI reads it)::
 
     {"dataset": str, "split": str, "num_queries": int,
-     "results": {RETRIEVER: {"ndcg@10": float, "recall@100": float, "map@100": float,
-                             "mrr@10": float, "latency_ms": {"p50": float, "p95": float}}}}
+     "results": {RETRIEVER: {"nDCG@10": float, "R@100": float, "AP@100": float,
+                             "RR@10": float, "latency_ms": {"p50": float, "p95": float}}}}
 
-Every other metric given (``p@10``, ``ndcg@100``, ``latency_ms.mean``, ...) is kept beside
-the required ones, and ``format``/``format_version`` are added so the shape can evolve.
+Metric names are ir_measures' (``nDCG@10``, ``R@100``, ``AP@100``, ``RR@10``, ``P@10``);
+format version 1 used ``ndcg@10``, ``recall@100``, ``map@100``, ``mrr@10``, ``p@10``, which
+every reader here still accepts. Every other metric given (``P@10``, ``nDCG@100``,
+``latency_ms.mean``, ...) is kept beside the required ones, and ``format``/``format_version``
+are added so the shape can evolve. Version 2 adds ``depth`` (documents per query in the runs:
+no metric is reported at a deeper cut-off), ``ci95`` per retriever (bootstrap 95% interval of
+each mean, drawn as error bars), ``provenance`` (how to reproduce the figures, see
+:mod:`.provenance`), and a per-query file beside each run, ``runs/NAME.per_query.jsonl``,
+which ``rag compare`` reads.
 
 For SciFact the report also lists the published reference figures of
 ``shared/data/README.md`` (BEIR paper, Pyserini regressions, MTEB and runs measured on this
 exact data). They are hard-coded here with their sources, stored under ``reference`` in the
 JSON, and always labelled as published figures, never as results of the run.
-
-The chart uses matplotlib's Agg canvas through the object API (no ``pyplot``, no global
-backend switch), imported lazily: matplotlib is the ``eval`` extra.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import math
@@ -29,10 +32,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.evaluation._io import atomic_write
-from ragtools.retrieval.evaluation.metrics import Run
+from ragtools.retrieval.evaluation.charts import write_report_chart
+from ragtools.retrieval.evaluation.metrics import Run, canonical_metric, metric_cutoff
+from ragtools.retrieval.evaluation.perquery import PerQuery, per_query_path, write_per_query
 from ragtools.retrieval.evaluation.runner import write_trec_run
 
 __all__ = [
@@ -45,11 +49,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-REQUIRED_METRICS: tuple[str, ...] = ("ndcg@10", "recall@100", "map@100", "mrr@10")
+REQUIRED_METRICS: tuple[str, ...] = ("nDCG@10", "R@100", "AP@100", "RR@10")
 """Metrics every retriever entry of a report must have."""
 
 SCIFACT_REFERENCE: tuple[dict[str, Any], ...] = tuple(
-    {"system": system, "ndcg@10": ndcg, "recall@100": recall, "source": source}
+    {"system": system, "nDCG@10": ndcg, "R@100": recall, "source": source}
     for system, ndcg, recall, source in (
         ("BM25, Elasticsearch (BEIR paper)", 0.665, None, "Thakur et al. 2021"),
         ("BM25 flat, k1=0.9 b=0.4 (Pyserini regression)", 0.679, 0.925, "pyserini 2cr/beir.yaml"),
@@ -96,7 +100,8 @@ SCIFACT_REFERENCE: tuple[dict[str, Any], ...] = tuple(
 """Published SciFact test-split figures (title and text indexed together); not our results."""
 
 _REPORT_FORMAT = "ragtools-eval-report"
-_REPORT_VERSION = 1
+_REPORT_VERSION = 2
+"""2: ir_measures metric names, ``depth``, ``ci95``, ``provenance`` and per-query files."""
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
@@ -105,6 +110,9 @@ def build_report(
     split: str,
     num_queries: int,
     results: Mapping[str, Mapping[str, Any]],
+    *,
+    depth: int | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble the report dictionary (see the module docstring for its shape).
 
@@ -114,7 +122,12 @@ def build_report(
         num_queries: the number of queries evaluated.
         results: per retriever, its metrics (``evaluate_run`` output) plus ``latency_ms``
             (``latency_summary`` output: ``p50``, ``p95``, optionally ``mean``). Other number
-            or string fields (e.g. ``queries_per_second``) are kept.
+            or string fields (e.g. ``queries_per_second``) are kept, and ``ci95``, a
+            ``{metric: [low, high]}`` bootstrap interval of each mean. Metric names may be
+            aliases (``ndcg@10``); the report uses the canonical ones (``nDCG@10``).
+        depth: documents per query in the runs; a required metric with a deeper cut-off
+            is not required (it would not be reported).
+        provenance: how the figures were made (:func:`collect_provenance`), stored as is.
 
     Returns:
         The JSON-ready report.
@@ -132,8 +145,12 @@ def build_report(
         "dataset": dataset_name,
         "split": split,
         "num_queries": int(num_queries),
-        "results": {name: _retriever_entry(name, dict(m)) for name, m in results.items()},
+        "results": {name: _retriever_entry(name, dict(m), depth) for name, m in results.items()},
     }
+    if depth is not None:
+        report["depth"] = int(depth)
+    if provenance is not None:
+        report["provenance"] = dict(provenance)
     if _is_scifact(dataset_name):
         report["reference"] = {
             "note": "published figures on the SciFact test split, not results of this run",
@@ -144,17 +161,24 @@ def build_report(
 
 
 def write_report(
-    report: Mapping[str, Any], out_dir: str | Path, *, runs: Mapping[str, Run] | None = None
+    report: Mapping[str, Any],
+    out_dir: str | Path,
+    *,
+    runs: Mapping[str, Run] | None = None,
+    per_query: Mapping[str, PerQuery] | None = None,
 ) -> dict[str, Path]:
-    """Write ``report.json``, ``report.md``, ``report.png`` and ``runs/RETRIEVER.trec``.
+    """Write ``report.json``, ``report.md``, ``report.png``, ``runs/RETRIEVER.trec`` and
+    ``runs/RETRIEVER.per_query.jsonl``.
 
     Args:
         report: a dictionary from :func:`build_report`.
         out_dir: the output directory (created if missing).
         runs: optional ``{retriever: run}`` to save as TREC files, tagged with the name.
+        per_query: optional ``{retriever: {query_id: {metric: value}}}`` to save beside them.
 
     Returns:
-        The written paths keyed ``"json"``, ``"md"``, ``"png"`` and ``"run:RETRIEVER"``.
+        The written paths keyed ``"json"``, ``"md"``, ``"png"``, ``"run:RETRIEVER"`` and
+        ``"per_query:RETRIEVER"``.
 
     Raises:
         ConfigError: a run's retriever name is not usable as a file name.
@@ -165,13 +189,14 @@ def write_report(
     written = {
         "json": atomic_write(out / "report.json", json.dumps(report, indent=2, allow_nan=False)),
         "md": atomic_write(out / "report.md", render_markdown(report)),
-        "png": _write_chart(report, out / "report.png"),
+        "png": write_report_chart(report, out / "report.png"),
     }
     for name, run in (runs or {}).items():
-        if not _SAFE_NAME.match(name):
-            msg = f"retriever name {name!r} cannot be a file name; use letters, digits, . _ + -"
-            raise ConfigError(msg)
+        _check_file_name(name)
         written[f"run:{name}"] = write_trec_run(run, out / "runs" / f"{name}.trec", tag=name)
+    for name, rows in (per_query or {}).items():
+        _check_file_name(name)
+        written[f"per_query:{name}"] = write_per_query(rows, per_query_path(out, name))
     logger.info("wrote evaluation report to %s (%d files)", out, len(written))
     return written
 
@@ -188,7 +213,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, entry in report["results"].items():
-        cells = [f"{entry[key]:.4f}" for key in REQUIRED_METRICS]
+        cells = [f"{entry[key]:.4f}" if key in entry else "—" for key in REQUIRED_METRICS]
         cells += [f"{entry['latency_ms'][key]:.2f}" for key in ("p50", "p95")]
         lines.append(f"| {_md_escape(name)} | " + " | ".join(cells) + " |")
     reference = report.get("reference")
@@ -206,13 +231,28 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             ]
         lines += ["| system | nDCG@10 | Recall@100 | source |", "|---|---:|---:|---|"]
         for row in reference["rows"]:
-            cells = [_fmt_ref(row["ndcg@10"]), _fmt_ref(row["recall@100"])]
+            cells = [_fmt_ref(row["nDCG@10"]), _fmt_ref(row["R@100"])]
             lines.append(f"| {_md_escape(row['system'])} | {' | '.join(cells)} | {row['source']} |")
     return "\n".join(lines) + "\n"
 
 
-def _retriever_entry(name: str, metrics: dict[str, Any]) -> dict[str, Any]:
-    need = [key for key in REQUIRED_METRICS if key not in metrics]
+def _check_file_name(name: str) -> None:
+    if not _SAFE_NAME.match(name):
+        msg = f"retriever name {name!r} cannot be a file name; use letters, digits, . _ + -"
+        raise ConfigError(msg)
+
+
+def _canonical_key(key: str) -> str:
+    try:
+        return canonical_metric(key)
+    except ConfigError:
+        return key  # not a metric: latency_ms, queries_per_second, ...
+
+
+def _retriever_entry(name: str, given: dict[str, Any], depth: int | None) -> dict[str, Any]:
+    metrics = {_canonical_key(key): value for key, value in given.items()}
+    required = [k for k in REQUIRED_METRICS if depth is None or metric_cutoff(k) <= depth]
+    need = [key for key in required if key not in metrics]
     latency = metrics.get("latency_ms")
     if not isinstance(latency, Mapping):
         need.append("latency_ms")
@@ -224,8 +264,10 @@ def _retriever_entry(name: str, metrics: dict[str, Any]) -> dict[str, Any]:
             "10 and 100 and pass latency_ms=latency_summary(...)"
         )
         raise ConfigError(msg)
-    entry: dict[str, Any] = {key: _number(name, key, metrics[key]) for key in REQUIRED_METRICS}
+    entry: dict[str, Any] = {key: _number(name, key, metrics[key]) for key in required}
     entry["latency_ms"] = {key: _number(name, f"latency_ms.{key}", v) for key, v in latency.items()}
+    if "ci95" in metrics:
+        entry["ci95"] = _intervals(name, metrics["ci95"])
     for key, value in metrics.items():
         if key in entry:
             continue
@@ -240,6 +282,20 @@ def _number(name: str, key: str, value: Any) -> float:
     return float(value)
 
 
+def _intervals(name: str, given: Any) -> dict[str, list[float]]:
+    if not isinstance(given, Mapping):
+        msg = f"retriever {name!r}: ci95 must map metrics to [low, high], got {given!r}"
+        raise ConfigError(msg)
+    intervals = {}
+    for key, pair in given.items():
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            msg = f"retriever {name!r}: ci95 {key} must be [low, high], got {pair!r}"
+            raise ConfigError(msg)
+        metric = canonical_metric(key)
+        intervals[metric] = [_number(name, f"ci95.{metric}", value) for value in pair]
+    return intervals
+
+
 def _is_scifact(dataset_name: str) -> bool:
     return dataset_name.strip().lower() in {"scifact", "beir/scifact", "beir-scifact"}
 
@@ -250,39 +306,3 @@ def _fmt_ref(value: float | None) -> str:
 
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
-
-
-def _write_chart(report: Mapping[str, Any], path: Path) -> Path:
-    """A grouped bar chart of nDCG@10 and Recall@100 per retriever."""
-    require("matplotlib", "eval")
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    names = list(report["results"])
-    series = (("ndcg@10", "nDCG@10", "#4C72B0"), ("recall@100", "Recall@100", "#DD8452"))
-    figure = Figure(figsize=(max(6.0, 1.2 + 1.6 * len(names)), 4.5), dpi=110)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    width = 0.38
-    for index, (key, label, color) in enumerate(series):
-        offsets = [i + (index - 0.5) * width for i in range(len(names))]
-        values = [report["results"][name][key] for name in names]
-        bars = axes.bar(offsets, values, width, label=label, color=color)
-        axes.bar_label(bars, fmt="%.3f", padding=2, fontsize=8)
-    axes.set_xticks(range(len(names)), names)
-    pad = 0.6 + max(0, 3 - len(names)) * 0.5  # keep bars narrow when few retrievers
-    axes.set_xlim(-pad, len(names) - 1 + pad)
-    axes.set_ylim(0.0, 1.08)
-    axes.set_ylabel("score")
-    axes.set_title(
-        f"{report['dataset']} ({report['split']}, {report['num_queries']} queries)",
-        loc="left",
-    )
-    axes.grid(axis="y", alpha=0.3)
-    axes.set_axisbelow(True)
-    # Above the plot area, so it never hides a bar close to 1.0.
-    axes.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2, frameon=False)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return atomic_write(path, buffer.getvalue())

@@ -72,13 +72,13 @@ def evaluate(qrels: Qrels, run: Run) -> dict[str, float]:
     """Mean nDCG@10 and Recall@100 over the judged queries (absent ones count 0), and the
     standard error of the nDCG@10 mean over queries."""
     rows = per_query(qrels, run, (10, 100))
-    ndcg = [row["ndcg@10"] for row in rows.values()]
+    ndcg = [row["nDCG@10"] for row in rows.values()]
     mean = math.fsum(ndcg) / len(ndcg)
     spread = math.sqrt(math.fsum((value - mean) ** 2 for value in ndcg) / len(ndcg))
     return {
-        "ndcg@10": mean,
-        "recall@100": math.fsum(row["recall@100"] for row in rows.values()) / len(rows),
-        "ndcg@10_se": spread / math.sqrt(len(ndcg)),
+        "nDCG@10": mean,
+        "R@100": math.fsum(row["R@100"] for row in rows.values()) / len(rows),
+        "nDCG@10_se": spread / math.sqrt(len(ndcg)),
     }
 
 

@@ -173,3 +173,9 @@ def test_eval_and_build_index_the_same_beir_text(tmp_path: Path) -> None:
     ]
     assert [c.doc_id for c in evaluated] == ["d1", "d2", "d3"]
     assert evaluated[0].metadata["title"] == "The fish title"
+
+
+def test_search_accepts_the_eval_names_and_their_aliases(keyword_index: Path) -> None:
+    """rag search --mode and rag eval --retrievers share names; bm25 is keyword's alias."""
+    keyword = rag("search", str(keyword_index), "tides", "--mode", "keyword", "--json").stdout
+    assert rag("search", str(keyword_index), "tides", "--mode", "bm25", "--json").stdout == keyword

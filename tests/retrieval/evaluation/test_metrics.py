@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.evaluation import evaluate_run, load_beir, per_query, trec_order
+from ragtools.retrieval.evaluation.metrics import canonical_metric, metric_cutoff
 
 DOC_IDS = ["a", "b", "c", "B", "aa", "ab", "d1", "d10", "d2", "z", "é", "文", "D-9"]
 QUERY_IDS = ["q1", "q2", "q3", "q4"]
@@ -40,7 +41,7 @@ def qrels_strategy(relevance: st.SearchStrategy[int]) -> st.SearchStrategy[dict]
 
 
 def oracle(qrels: dict, run: dict, ks: list[int]) -> dict[str, dict[str, float]]:
-    """pytrec_eval per query, keyed like ours; mrr@k from the uncut recip_rank."""
+    """pytrec_eval per query, keyed like ours; RR@k from the uncut recip_rank."""
     cut = ",".join(str(k) for k in sorted(set(ks)))
     measures = {f"ndcg_cut.{cut}", f"recall.{cut}", f"map_cut.{cut}", f"P.{cut}", "recip_rank"}
     raw = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
@@ -48,12 +49,12 @@ def oracle(qrels: dict, run: dict, ks: list[int]) -> dict[str, dict[str, float]]
     for qid, values in raw.items():
         row = {}
         for k in set(ks):
-            row[f"ndcg@{k}"] = values[f"ndcg_cut_{k}"]
-            row[f"recall@{k}"] = values[f"recall_{k}"]
-            row[f"map@{k}"] = values[f"map_cut_{k}"]
-            row[f"p@{k}"] = values[f"P_{k}"]
+            row[f"nDCG@{k}"] = values[f"ndcg_cut_{k}"]
+            row[f"R@{k}"] = values[f"recall_{k}"]
+            row[f"AP@{k}"] = values[f"map_cut_{k}"]
+            row[f"P@{k}"] = values[f"P_{k}"]
             rr = values["recip_rank"]  # 1 / rank of the first relevant document
-            row[f"mrr@{k}"] = rr if rr * k >= 1 - 1e-9 else 0.0
+            row[f"RR@{k}"] = rr if rr * k >= 1 - 1e-9 else 0.0
         out[qid] = row
     return out
 
@@ -135,12 +136,12 @@ def test_ties_break_by_descending_doc_id() -> None:
     qrels = {"q": {"c": 2, "a": 1}}
     run = {"q": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}}  # ranked d, c, b, a
     result = evaluate_run(qrels, run, [1, 2, 4])
-    assert result["mrr@1"] == 0.0
-    assert result["mrr@2"] == 0.5
+    assert result["RR@1"] == 0.0
+    assert result["RR@2"] == 0.5
     ideal = 2 + 1 / math.log2(3)
-    assert math.isclose(result["ndcg@2"], (2 / math.log2(3)) / ideal)
-    assert math.isclose(result["ndcg@4"], (2 / math.log2(3) + 1 / math.log2(5)) / ideal)
-    assert result["map@4"] == pytest.approx((1 / 2 + 2 / 4) / 2)
+    assert math.isclose(result["nDCG@2"], (2 / math.log2(3)) / ideal)
+    assert math.isclose(result["nDCG@4"], (2 / math.log2(3) + 1 / math.log2(5)) / ideal)
+    assert result["AP@4"] == pytest.approx((1 / 2 + 2 / 4) / 2)
 
 
 def test_scores_are_compared_in_float32_like_trec_eval() -> None:
@@ -149,7 +150,7 @@ def test_scores_are_compared_in_float32_like_trec_eval() -> None:
     assert [d for d, _ in trec_order({"a": 1 + 1e-6, "b": 1.0})] == ["a", "b"]
     assert trec_order({"a": 1 + 1e-9})[0][1] == 1 + 1e-9  # the score itself is kept
     result = evaluate_run({"q": {"a": 1}}, {"q": {"a": 1 + 1e-9, "b": 1.0}}, [1])
-    assert result["mrr@1"] == 0.0
+    assert result["RR@1"] == 0.0
 
 
 def test_ndcg_uses_linear_gains_not_exponential() -> None:
@@ -157,17 +158,17 @@ def test_ndcg_uses_linear_gains_not_exponential() -> None:
     result = evaluate_run(qrels, {"q": {"x": 2.0, "y": 1.0}}, [2])
     linear = (1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3))
     exponential = (1 + 7 / math.log2(3)) / (7 + 1 / math.log2(3))
-    assert math.isclose(result["ndcg@2"], linear)
-    assert not math.isclose(result["ndcg@2"], exponential)
+    assert math.isclose(result["nDCG@2"], linear)
+    assert not math.isclose(result["nDCG@2"], exponential)
 
 
 def test_mrr_is_cut_at_k_and_precision_divides_by_k() -> None:
     run = {"q": {"n1": 3.0, "n2": 2.0, "r": 1.0}}
     result = evaluate_run({"q": {"r": 1, "other": 1}}, run, [1, 2, 3, 10])
-    assert [result[f"mrr@{k}"] for k in (1, 2, 3, 10)] == [0.0, 0.0, 1 / 3, 1 / 3]
-    assert result["p@10"] == pytest.approx(0.1)  # 1 relevant in the top 10, 3 retrieved
-    assert result["recall@10"] == 0.5
-    assert result["map@10"] == pytest.approx((1 / 3) / 2)
+    assert [result[f"RR@{k}"] for k in (1, 2, 3, 10)] == [0.0, 0.0, 1 / 3, 1 / 3]
+    assert result["P@10"] == pytest.approx(0.1)  # 1 relevant in the top 10, 3 retrieved
+    assert result["R@10"] == 0.5
+    assert result["AP@10"] == pytest.approx((1 / 3) / 2)
 
 
 def test_missing_queries_count_zero_by_default_and_are_skipped_on_request() -> None:
@@ -175,28 +176,28 @@ def test_missing_queries_count_zero_by_default_and_are_skipped_on_request() -> N
     run = {"q1": {"a": 1.0}, "q3": {"c": 1.0}, "unjudged": {"a": 1.0}}
     rows = per_query(qrels, run, [1])
     assert list(rows) == ["q1", "q2", "q3"]  # an empty judgment dict is not a judged query
-    assert rows["q2"]["ndcg@1"] == 0.0 and rows["q3"]["ndcg@1"] == 0.0
-    assert evaluate_run(qrels, run, [1])["ndcg@1"] == pytest.approx(1 / 3)
+    assert rows["q2"]["nDCG@1"] == 0.0 and rows["q3"]["nDCG@1"] == 0.0
+    assert evaluate_run(qrels, run, [1])["nDCG@1"] == pytest.approx(1 / 3)
     assert list(per_query(qrels, run, [1], missing="skip")) == ["q1", "q3"]
-    assert evaluate_run(qrels, run, [1], missing="skip")["ndcg@1"] == pytest.approx(1 / 2)
+    assert evaluate_run(qrels, run, [1], missing="skip")["nDCG@1"] == pytest.approx(1 / 2)
 
 
 def test_result_keys_cover_every_measure_and_k() -> None:
     result = evaluate_run({"q": {"a": 1}}, {"q": {"a": 1.0}})
-    for key in ("ndcg@10", "recall@100", "map@100", "mrr@10", "p@10", "ndcg@1000"):
-        assert result[key] == (1.0 if not key.startswith("p@") else 1 / int(key[2:]))
+    for key in ("nDCG@10", "R@100", "AP@100", "RR@10", "P@10", "nDCG@1000"):
+        assert result[key] == (1.0 if not key.startswith("P@") else 1 / int(key[2:]))
     assert len(result) == 5 * 6
     assert list(evaluate_run({"q": {"a": 1}}, {"q": {}}, [10, 1, 10])) == [
-        "ndcg@1",
-        "ndcg@10",
-        "recall@1",
-        "recall@10",
-        "map@1",
-        "map@10",
-        "mrr@1",
-        "mrr@10",
-        "p@1",
-        "p@10",
+        "nDCG@1",
+        "nDCG@10",
+        "R@1",
+        "R@10",
+        "AP@1",
+        "AP@10",
+        "RR@1",
+        "RR@10",
+        "P@1",
+        "P@10",
     ]
 
 
@@ -220,32 +221,51 @@ def test_bad_inputs_raise_config_errors() -> None:
 def test_public_names_are_exported() -> None:
     import ragtools.retrieval.evaluation as evaluation
 
-    assert sorted(evaluation.__all__) == sorted(
-        [
-            "DEFAULT_K_VALUES",
-            "MEASURES",
-            "REQUIRED_METRICS",
-            "SCIFACT_REFERENCE",
-            "BeirDataset",
-            "MissingQueries",
-            "Qrels",
-            "Run",
-            "RunResult",
-            "available_splits",
-            "build_report",
-            "corpus_documents",
-            "evaluate_run",
-            "latency_summary",
-            "load_beir",
-            "load_qrels",
-            "load_queries",
-            "per_query",
-            "read_trec_run",
-            "render_markdown",
-            "run_retriever",
-            "trec_order",
-            "write_report",
-            "write_trec_run",
-        ]
-    )
-    assert all(hasattr(evaluation, name) for name in evaluation.__all__)
+    assert len(evaluation.__all__) == len(set(evaluation.__all__))
+    for name in evaluation.__all__:
+        assert getattr(evaluation, name) is not None, name
+    for name in (
+        "canonical_metric",
+        "compare_systems",
+        "load_systems",
+        "paired_t_test",
+        "randomization_test",
+        "bootstrap_ci",
+        "holm",
+        "verify_report",
+        "per_query",
+    ):
+        assert name in evaluation.__all__, name  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("nDCG@10", "nDCG@10"),
+        ("ndcg@10", "nDCG@10"),
+        ("NDCG@10", "nDCG@10"),
+        ("recall@100", "R@100"),
+        ("R@100", "R@100"),
+        ("map@100", "AP@100"),
+        ("AP@100", "AP@100"),
+        ("mrr@10", "RR@10"),
+        ("RR@10", "RR@10"),
+        ("p@10", "P@10"),
+        ("precision@5", "P@5"),
+        (" P@010 ", "P@10"),
+    ],
+)
+def test_metric_names_and_their_aliases(name: str, canonical: str) -> None:
+    assert canonical_metric(name) == canonical
+    assert metric_cutoff(name) == int(canonical.partition("@")[2])
+
+
+@pytest.mark.parametrize("name", ["ndcg", "ndcg@0", "ndcg@x", "bpref@10", "@10", ""])
+def test_unknown_metric_names_raise(name: str) -> None:
+    with pytest.raises(ConfigError, match="unknown metric"):
+        canonical_metric(name)
+
+
+def test_result_keys_are_ir_measures_names() -> None:
+    result = evaluate_run({"q": {"d": 1}}, {"q": {"d": 1.0}}, [10])
+    assert list(result) == ["nDCG@10", "R@10", "AP@10", "RR@10", "P@10"]

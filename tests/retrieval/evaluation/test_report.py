@@ -18,18 +18,18 @@ from ragtools.retrieval.evaluation import (
 
 METRICS = {
     "bm25": {
-        "ndcg@10": 0.68412,
-        "recall@100": 0.9133,
-        "map@100": 0.6401,
-        "mrr@10": 0.6512,
-        "p@10": 0.09,
+        "nDCG@10": 0.68412,
+        "R@100": 0.9133,
+        "AP@100": 0.6401,
+        "RR@10": 0.6512,
+        "P@10": 0.09,
         "latency_ms": {"p50": 1.234, "p95": 2.5, "mean": 1.4},
     },
     "vector": {
-        "ndcg@10": 0.6451,
-        "recall@100": 0.925,
-        "map@100": 0.6,
-        "mrr@10": 0.61,
+        "nDCG@10": 0.6451,
+        "R@100": 0.925,
+        "AP@100": 0.6,
+        "RR@10": 0.61,
         "latency_ms": {"p50": 4.0, "p95": 9.876},
         "queries_per_second": 250,
         "model": "all-MiniLM-L6-v2",
@@ -44,12 +44,12 @@ def test_report_has_the_contract_shape() -> None:
     assert report["num_queries"] == 300
     assert set(report["results"]) == {"bm25", "vector"}
     for entry in report["results"].values():
-        for key in ("ndcg@10", "recall@100", "map@100", "mrr@10"):
+        for key in ("nDCG@10", "R@100", "AP@100", "RR@10"):
             assert isinstance(entry[key], float)
         assert isinstance(entry["latency_ms"]["p50"], float)
         assert isinstance(entry["latency_ms"]["p95"], float)
-    assert report["results"]["bm25"]["ndcg@10"] == 0.68412
-    assert report["results"]["bm25"]["p@10"] == 0.09  # extra metrics are kept
+    assert report["results"]["bm25"]["nDCG@10"] == 0.68412
+    assert report["results"]["bm25"]["P@10"] == 0.09  # extra metrics are kept
     assert report["results"]["vector"]["queries_per_second"] == 250.0
     assert report["results"]["vector"]["model"] == "all-MiniLM-L6-v2"
     assert report["reference"]["rows"] == [dict(row) for row in SCIFACT_REFERENCE]
@@ -60,10 +60,10 @@ def test_report_has_the_contract_shape() -> None:
 @pytest.mark.parametrize(
     ("metrics", "message"),
     [
-        ({"ndcg@10": 0.5, "latency_ms": {"p50": 1, "p95": 2}}, "missing recall@100, map@100"),
+        ({"nDCG@10": 0.5, "latency_ms": {"p50": 1, "p95": 2}}, "missing R@100, AP@100"),
         ({**METRICS["bm25"], "latency_ms": {"p50": 1.0}}, "missing latency_ms p50/p95"),
         ({k: v for k, v in METRICS["bm25"].items() if k != "latency_ms"}, "missing latency_ms"),
-        ({**METRICS["bm25"], "ndcg@10": float("nan")}, "ndcg@10 must be a finite number"),
+        ({**METRICS["bm25"], "nDCG@10": float("nan")}, "nDCG@10 must be a finite number"),
         ({**METRICS["bm25"], "extra": [1, 2]}, "extra must be a finite number"),
     ],
 )
@@ -140,3 +140,35 @@ def test_missing_matplotlib_names_the_extra(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(MissingDependencyError, match=r"ragtools\[eval\]"):
         write_report(build_report("x", "test", 1, METRICS), tmp_path)
+
+
+def test_aliases_depth_intervals_and_provenance(tmp_path: Path) -> None:
+    old_names = {
+        "ndcg@10": 0.7,
+        "recall@100": 0.9,
+        "map@100": 0.6,
+        "mrr@10": 0.65,
+        "ci95": {"ndcg@10": [0.65, 0.75]},
+        "latency_ms": {"p50": 1.0, "p95": 2.0},
+    }
+    report = build_report("x", "test", 2, {"keyword": old_names}, provenance={"python": "3"})
+    entry = report["results"]["keyword"]
+    assert {k: entry[k] for k in ("nDCG@10", "R@100", "AP@100", "RR@10")} == {
+        "nDCG@10": 0.7, "R@100": 0.9, "AP@100": 0.6, "RR@10": 0.65
+    }  # fmt: skip
+    assert entry["ci95"] == {"nDCG@10": [0.65, 0.75]}
+    assert report["provenance"] == {"python": "3"} and report["format_version"] == 2
+
+    shallow = {"nDCG@10": 0.7, "RR@10": 0.6, "latency_ms": {"p50": 1.0, "p95": 2.0}}
+    assert build_report("x", "test", 2, {"k": shallow}, depth=10)["depth"] == 10
+    with pytest.raises(ConfigError, match="missing R@100, AP@100"):
+        build_report("x", "test", 2, {"k": shallow}, depth=100)
+    with pytest.raises(ConfigError, match=r"ci95 nDCG@10 must be \[low, high\]"):
+        build_report("x", "test", 2, {"k": {**old_names, "ci95": {"nDCG@10": [1]}}})
+
+    rows = {"q1": {"nDCG@10": 1.0}, "q2": {"nDCG@10": 0.0}}
+    written = write_report(report, tmp_path, per_query={"keyword": rows})
+    assert written["per_query:keyword"] == tmp_path / "runs" / "keyword.per_query.jsonl"
+    lines = written["per_query:keyword"].read_text().splitlines()
+    assert lines == ['{"query_id": "q1", "nDCG@10": 1.0}', '{"query_id": "q2", "nDCG@10": 0.0}']
+    assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -208,7 +208,7 @@ def test_trec_run_round_trip_and_pytrec_eval_reads_it(tmp_path: Path) -> None:
     ours = evaluate_run(qrels, run, [1, 3])
     raw = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.1,3"}).evaluate(parsed)
     expected = sum(values["ndcg_cut_3"] for values in raw.values()) / 2
-    assert ours["ndcg@3"] == pytest.approx(expected)
+    assert ours["nDCG@3"] == pytest.approx(expected)
     assert not list(tmp_path.glob("runs/.*"))  # no temporary file left behind
 
 

@@ -32,10 +32,10 @@ def test_evaluate_equals_pytrec_eval_with_absent_queries_as_zero() -> None:
     recall = [rows.get(q, {}).get("recall_100", 0.0) for q in QRELS]
     mean = sum(ndcg) / 3
     got = evaluate(QRELS, RUN)
-    assert got["ndcg@10"] == pytest.approx(mean, abs=1e-12)
-    assert got["recall@100"] == pytest.approx(sum(recall) / 3, abs=1e-12)
+    assert got["nDCG@10"] == pytest.approx(mean, abs=1e-12)
+    assert got["R@100"] == pytest.approx(sum(recall) / 3, abs=1e-12)
     se = math.sqrt(sum((v - mean) ** 2 for v in ndcg) / 3) / math.sqrt(3)
-    assert got["ndcg@10_se"] == pytest.approx(se, abs=1e-12)
+    assert got["nDCG@10_se"] == pytest.approx(se, abs=1e-12)
 
 
 def test_load_corpus_is_the_parsers_documents_with_all_queries(tmp_path: Path) -> None:
