@@ -221,16 +221,14 @@ def _limit(bounds: tuple[int, int], core: tuple[int, int], max_chars: int) -> tu
 def _to_words(layout: _Layout, span: tuple[int, int], core: tuple[int, int]) -> tuple[int, int]:
     """``span`` cut inwards to whitespace where it ends mid-word (never inside ``core``)."""
     start, end = span
-    if start < core[0]:
-        head = layout.text(start, core[0])
+    if start < core[0] and start > layout.start and not layout.text(start - 1, start).isspace():
+        head = layout.text(start, core[0])  # starts mid-word: drop that word's tail
         cut = next((i for i, ch in enumerate(head) if ch.isspace()), None)
-        if start > layout.start and cut is not None:
-            start += cut
-    if end > core[1]:
-        tail = layout.text(core[1], end)
+        start += cut if cut is not None else 0
+    if end > core[1] and end < layout.end and not layout.text(end, end + 1).isspace():
+        tail = layout.text(core[1], end)  # ends mid-word: drop that word's head
         cut = next((i for i in range(len(tail) - 1, -1, -1) if tail[i].isspace()), None)
-        if end < layout.end and cut is not None:
-            end = core[1] + cut
+        end = core[1] + cut if cut is not None else end
     head, tail = layout.text(start, core[0]), layout.text(core[1], end)
     start += len(head) - len(head.lstrip())
     end -= len(tail) - len(tail.rstrip())

@@ -11,7 +11,8 @@ from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, Document, split
-from ragtools.retrieval.expand import Expansion
+from ragtools.retrieval.expand import Expansion, expand_hits
+from ragtools.retrieval.frontpage import FrontPageRetriever
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
@@ -149,6 +150,7 @@ def test_a_page_bounded_section_never_crosses_its_page(tmp_path: Path) -> None:
 def test_hybrid_and_vector_expand_too(index: Index, docs) -> None:  # type: ignore[no-untyped-def]
     for retriever in (
         HybridRetriever.from_index(index, expand="neighbors"),
+        FrontPageRetriever.from_index(index, expand="document", min_score=1.0),
         VectorRetriever.from_index(index, expand="section", k=3),
     ):
         passages = retriever.invoke("hotel india", k=3)
@@ -194,3 +196,36 @@ def test_bad_options_are_named(index: Index) -> None:
         KeywordRetriever(index, min_score="high")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"min_score\['vector'\]"):
         HybridRetriever.from_index(index, min_score={"vector": float("nan")})
+
+
+@pytest.mark.parametrize(
+    "expansion",
+    [
+        Expansion("neighbors"),
+        Expansion("neighbors", window=2),
+        Expansion("neighbors", window_chars=37),
+        Expansion("section", max_chars=150),
+        Expansion("document", max_chars=333),
+        Expansion("document"),
+    ],
+    ids=repr,
+)
+def test_every_chunk_and_pair_expands_to_exact_spans(index: Index, docs, expansion) -> None:  # type: ignore[no-untyped-def]
+    def hit(chunk, rank):  # type: ignore[no-untyped-def]
+        return Hit(
+            chunk=chunk, score=1.0 / rank, rank=rank, scores={"bm25": 1.0 / rank}, stage="bm25"
+        )
+
+    chunks = list(index.chunks)
+    for i, chunk in enumerate(chunks):
+        pair = [hit(chunk, 1), hit(chunks[(i + 3) % len(chunks)], 2)]
+        passages = expand_hits(pair, expansion, [index.state])
+        for passage in passages:
+            _check_exact(passage, docs)
+            for part in passage.parts:
+                assert (
+                    passage.chunk.start <= part.chunk.start <= part.chunk.end <= passage.chunk.end
+                )
+        assert sorted(p.chunk.id for x in passages for p in x.parts) == sorted(
+            h.chunk.id for h in pair
+        )
