@@ -218,3 +218,22 @@ def test_expanded_tool_needs_index_chunks_to_stay_exact(tmp_path: Path) -> None:
     _, artifact = tool.run_with_artifact({"query": "alpha"})
     assert [h.chunk.text for h in artifact] == [h.chunk.text for h in make_hits()]
     assert [h.parts[0].chunk.id for h in artifact] == [h.chunk.id for h in make_hits()]
+
+
+def test_allowed_filters_work_async_and_through_the_langchain_tool_adapter(index: Index) -> None:
+    import asyncio
+
+    from ragtools.retrieval.integrations.langchain import to_langchain_tool
+
+    tool = create_retriever_tool(
+        KeywordRetriever(index), "warranty", "Warranty terms.", allow_filters={"source": SOURCES}
+    )
+    call = _call({"query": "warranty", "filter": {"source": "c.pdf"}})
+    sync = tool.invoke(call)
+    assert sync.artifact and {h.chunk.metadata["source"] for h in sync.artifact} == {"c.pdf"}
+    assert asyncio.run(tool.ainvoke(call)).artifact == sync.artifact
+    adapted = to_langchain_tool(tool)
+    enum = adapted.tool_call_schema.model_json_schema()  # what LangChain shows the model
+    assert "c.pdf" in str(enum)
+    message = adapted.invoke(call)
+    assert [h.chunk.id for h in message.artifact] == [h.chunk.id for h in sync.artifact]
