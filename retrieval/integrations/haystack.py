@@ -133,6 +133,7 @@ def to_haystack_component(
         raise ConfigError(msg)
     _check_top_k(top_k)
     bound = check_bound_filter(haystack_filter(filters))
+    require("haystack", "haystack")  # also when the class is already made
     return _component_class()(retriever, top_k, bound)
 
 

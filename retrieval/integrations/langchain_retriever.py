@@ -61,6 +61,7 @@ def to_langchain_retriever(
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         msg = f"k must be a positive integer or None, got {k!r}"
         raise ConfigError(msg)
+    require("langchain_core.retrievers", "langchain")  # also when the class is already made
     adapted: LangChainRetriever = _adapter_class()(
         retriever=retriever, k=k, filter=check_bound_filter(filter)
     )

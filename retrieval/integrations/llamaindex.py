@@ -75,6 +75,7 @@ def to_llamaindex_retriever(
     options: dict[str, Any] = {} if k is None else {"k": k}
     if filter is not None:
         options["filter"] = check_bound_filter(filter)
+    require("llama_index.core.retrievers", "llamaindex")  # also when the class is already made
     adapted: LlamaIndexRetriever = _adapter_class()(retriever, options)
     return adapted
 

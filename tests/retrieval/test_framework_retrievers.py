@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers import ConfigError, Document
+from ragtools.parsers.errors import MissingDependencyError
 from ragtools.retrieval.fusion import fuse_hits
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.hybrid import HybridRetriever
@@ -241,3 +243,24 @@ def test_adapters_refuse_what_is_not_a_retriever() -> None:
     for adapt in (to_langchain_retriever, to_llamaindex_retriever, to_haystack_component):
         with pytest.raises(ConfigError, match="invoke"):
             adapt(object())
+
+
+@pytest.mark.parametrize(
+    ("adapt", "module", "extra"),
+    [
+        (to_langchain_retriever, "langchain_core.retrievers", "langchain"),
+        (to_llamaindex_retriever, "llama_index.core.retrievers", "llamaindex"),
+        (to_haystack_component, "haystack", "haystack"),
+    ],
+)
+def test_a_missing_framework_names_its_extra(
+    hybrid: HybridRetriever,
+    monkeypatch: pytest.MonkeyPatch,
+    adapt,
+    module: str,
+    extra: str,  # type: ignore[no-untyped-def]
+) -> None:
+    adapt(hybrid)  # made once while the framework is there
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(MissingDependencyError, match=rf"ragtools\[{extra}\]"):
+        adapt(hybrid)
