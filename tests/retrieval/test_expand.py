@@ -229,3 +229,9 @@ def test_every_chunk_and_pair_expands_to_exact_spans(index: Index, docs, expansi
         assert sorted(p.chunk.id for x in passages for p in x.parts) == sorted(
             h.chunk.id for h in pair
         )
+
+
+def test_a_passage_round_trips_through_json_with_its_parts(index: Index) -> None:
+    passages = KeywordRetriever(index, expand="neighbors").invoke("d1 delta echo", k=3)
+    for passage in passages:
+        assert Hit.model_validate_json(passage.model_dump_json()) == passage
