@@ -17,7 +17,8 @@ passage: one :class:`~retrieval.hit.Hit` whose chunk is the merged span (``doc_i
 ``start``, ``end``, ``text == document.text[start:end]``, the document's metadata with the
 pages it covers), cited once. Its score, stage and stage scores are those of its best hit,
 and ``hit.parts`` keeps every original hit it merged, so nothing is lost. Passages come back
-best first, ranked 1, 2, ...
+best first, ranked 1, 2, ...; ``k`` counts hits before they merge, so fewer than ``k``
+passages may come back (as from LlamaIndex's auto-merging retriever).
 
 The passage text is stitched from the chunks covering it, which are exact spans. The
 splitter only ever trims whitespace, so the only characters no chunk covers are whitespace
