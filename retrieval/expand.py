@@ -26,7 +26,7 @@ between two chunks that do not overlap: over ``../shared/pdfs`` (``eval/expand_p
 2 of 287 chunk boundaries with the default 200-character overlap, all 247 with no overlap.
 Their count is known but not their kind; they are rendered as newlines, which is what the
 splitter's paragraph and line boundaries leave there (every one of those 249 gaps was
-``"\n"`` or ``"\n\n"``). A gap of spaces would come back as newlines: the index keeps no
+``"\\n"`` or ``"\\n\\n"``). A gap of spaces would come back as newlines: the index keeps no
 document text to tell.
 
 Score thresholds (``min_score=``) live in :mod:`retrieval.threshold`.
