@@ -224,6 +224,9 @@ def create_retriever_tool(
     bound = check_bound_filter(filter)
     threshold = check_min_score(min_score)
     expansion = expansion_of(expand)
+    if expansion is not None and getattr(retriever, "expand", None) is not None:
+        msg = "expand is set on both the retriever and the tool; set it on one of them"
+        raise ConfigError(msg)
     schema: type[BaseModel] = RetrieverInput
     if allow_filters is not None:
         schema = allowed_filter_schema(RetrieverInput, allow_filters)

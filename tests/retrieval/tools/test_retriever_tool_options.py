@@ -162,6 +162,10 @@ def test_a_tool_expands_and_keeps_the_original_hits(index: Index) -> None:
     _, artifact = tool.run_with_artifact({"query": "warranty item7"})
     assert artifact and all(hit.parts for hit in artifact)
     assert [h.rank for h in artifact] == list(range(1, len(artifact) + 1))
+    with pytest.raises(ConfigError, match="expand is set on both"):
+        create_retriever_tool(
+            KeywordRetriever(index, expand="section"), "w", "W.", expand="document"
+        )
 
 
 # --- MMR over fetch_k ------------------------------------------------------------------------
