@@ -235,3 +235,24 @@ def test_a_passage_round_trips_through_json_with_its_parts(index: Index) -> None
     passages = KeywordRetriever(index, expand="neighbors").invoke("d1 delta echo", k=3)
     for passage in passages:
         assert Hit.model_validate_json(passage.model_dump_json()) == passage
+
+
+def test_a_heading_section_stays_under_its_heading(tmp_path: Path) -> None:
+    # chunks carrying a heading path (as the Markdown parser gives them): the section of a hit
+    # is the run of chunks under the same headings, even on one page.
+    parts = [("Install", w) for w in range(3)] + [("Usage", w) for w in range(3)]
+    text = "\n\n".join(f"Under {h} step {w} with {WORDS[w]}{h}." for h, w in parts)
+    guide = Document(id="guide", text=text, metadata={"source": "guide.md"})
+    chunks = [
+        chunk.model_copy(update={"metadata": {**chunk.metadata, "headings": ["Guide", heading]}})
+        for chunk in split([guide], chunk_size=40, chunk_overlap=10)
+        for heading in [chunk.text.split()[1]]
+    ]
+    other = Document(id="other", text="Unrelated words.", metadata={"source": "o.txt"})
+    index = Index.from_documents([other], tmp_path / "i", embedder=FakeEmbedder(dim=32))
+    IndexWriter(index).add(chunks)
+    (passage,) = KeywordRetriever(index, expand="section").invoke("bravoUsage", k=1)
+    usage = [c for c in chunks if c.metadata["headings"] == ["Guide", "Usage"]]
+    assert (passage.chunk.start, passage.chunk.end) == (usage[0].start, usage[-1].end)
+    assert passage.chunk.text == text[passage.chunk.start : passage.chunk.end]
+    assert "Install" not in passage.chunk.text
