@@ -21,6 +21,7 @@ from ragtools.retrieval.base import (
     Ranker,
     Retriever,
 )
+from ragtools.retrieval.expand import Expansion
 from ragtools.retrieval.filters import compile_filter, filter_mask
 from ragtools.retrieval.frontpage import FrontPageRetriever
 from ragtools.retrieval.fusion import (
@@ -43,6 +44,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "BaseRetriever",
     "CrossEncoderReranker",
+    "Expansion",
     "Filter",
     "FrontPageRetriever",
     "Hit",

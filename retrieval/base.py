@@ -17,8 +17,16 @@ from ragtools.indexes.bundle import Index, IndexState
 from ragtools.indexes.ranking import Ranking, check_k
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.expand import (
+    ExpandMode,
+    Expansion,
+    expand_hits,
+    expansion_of,
+    index_states,
+)
 from ragtools.retrieval.filters import BoolArray, filter_mask
 from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.threshold import MinScore, apply_min_score, check_min_score
 
 __all__ = [
     "BaseRetriever",
@@ -58,13 +66,30 @@ class Retriever(Protocol):
 
 
 class BaseRetriever(ABC):
-    """Shared machinery: ``k`` defaults and validation, ``ainvoke`` and ``batch``.
+    """Shared machinery: ``k`` defaults and validation, thresholds and expansion,
+    ``ainvoke`` and ``batch``.
 
     Subclasses implement :meth:`_retrieve`; everything else follows from it.
+
+    Args:
+        k: default number of hits.
+        expand: grow hits into passages (``"neighbors"``, ``"section"``, ``"document"``, an
+            :class:`~retrieval.expand.Expansion` or a mapping of its fields), after the
+            threshold; see :mod:`retrieval.expand`.
+        min_score: drop hits under a score (``hit.score``) or under stage scores
+            (``{"vector": 0.3}``) before expansion; fewer than ``k`` hits may come back.
     """
 
-    def __init__(self, *, k: int = 10) -> None:
+    def __init__(
+        self,
+        *,
+        k: int = 10,
+        expand: ExpandMode | Expansion | Mapping[str, Any] | None = None,
+        min_score: MinScore | None = None,
+    ) -> None:
         self.k = check_k(k)
+        self.expand = expansion_of(expand)
+        self.min_score = check_min_score(min_score)
 
     @abstractmethod
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
@@ -81,7 +106,11 @@ class BaseRetriever(ABC):
         if not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
             raise ConfigError(msg)
-        return self._retrieve(query, self.k if k is None else check_k(k), filter)
+        hits = self._retrieve(query, self.k if k is None else check_k(k), filter)
+        hits = apply_min_score(hits, self.min_score)
+        if self.expand is not None and hits:
+            hits = expand_hits(hits, self.expand, index_states(self))
+        return hits
 
     async def ainvoke(
         self, query: str, *, k: int | None = None, filter: Filter | None = None
@@ -177,14 +206,15 @@ class IndexRetriever(BaseRetriever):
     stage: str
     """The key of this retriever's score in ``hit.scores``."""
 
-    def __init__(self, index: Index, *, k: int = 10) -> None:
-        super().__init__(k=k)
+    def __init__(self, index: Index, *, k: int = 10, **options: Any) -> None:
+        super().__init__(k=k, **options)
         self.index = index
 
     @classmethod
-    def from_index(cls, index: Index, *, k: int = 10) -> Self:
-        """The retriever over ``index`` returning ``k`` hits by default."""
-        return cls(index, k=k)
+    def from_index(cls, index: Index, *, k: int = 10, **options: Any) -> Self:
+        """The retriever over ``index`` returning ``k`` hits by default; ``options`` are
+        the constructor's (``expand=``, ``min_score=``, ...)."""
+        return cls(index, k=k, **options)
 
     def rank(self, query: str, k: int, filter: Filter | QueryFilter | None) -> RankedChunks:
         """Rank one state of the index: rows, scores and chunks all of one version."""

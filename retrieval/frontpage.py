@@ -9,6 +9,8 @@ prior towards document openings. Score: ``1 / position`` of the chunk within its
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ragtools.indexes.bundle import Index, IndexState
@@ -25,8 +27,10 @@ class FrontPageRetriever(IndexRetriever):
 
     stage = "front_page"
 
-    def __init__(self, index: Index, *, k: int = 10, chunks_per_doc: int = 1) -> None:
-        super().__init__(index, k=k)
+    def __init__(
+        self, index: Index, *, k: int = 10, chunks_per_doc: int = 1, **options: Any
+    ) -> None:
+        super().__init__(index, k=k, **options)
         if chunks_per_doc < 1:
             msg = f"chunks_per_doc must be at least 1, got {chunks_per_doc}"
             raise ConfigError(msg)

@@ -22,6 +22,8 @@ class Hit(BaseModel):
             result is thrown away.
         stage: the stage that produced ``score`` (``score == scores[stage]``), said
             explicitly rather than guessed from equal floats.
+        parts: for a passage grown by ``expand=`` (:mod:`retrieval.expand`), the original
+            hits it merged, by rank; empty for a plain hit.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -31,6 +33,7 @@ class Hit(BaseModel):
     rank: int = Field(ge=1)
     scores: dict[str, float] = {}
     stage: str
+    parts: tuple[Hit, ...] = ()
 
     @property
     def chunk_id(self) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,6 +61,7 @@ class HybridRetriever(BaseRetriever):
         candidate_k: how many rows each retriever contributes before fusion.
         reranker: reranks the fused candidates (e.g. a cross-encoder), optional.
         k: default number of hits returned.
+        **options: ``expand=`` and ``min_score=`` (see :class:`~retrieval.base.BaseRetriever`).
     """
 
     def __init__(
@@ -73,8 +74,9 @@ class HybridRetriever(BaseRetriever):
         candidate_k: int = DEFAULT_CANDIDATE_K,
         reranker: Reranker | None = None,
         k: int = 10,
+        **options: Any,
     ) -> None:
-        super().__init__(k=k)
+        super().__init__(k=k, **options)
         if not retrievers:
             msg = "HybridRetriever needs at least one retriever"
             raise ConfigError(msg)

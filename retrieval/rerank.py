@@ -310,13 +310,21 @@ class MMRReranker:
             in LangChain).
         top_n: how many hits to return when ``rerank`` is called with ``k=None``; ``None``
             returns all of them.
+        fetch_k: MMR chooses among the ``fetch_k`` best hits it is given (20, as LangChain's
+            ``max_marginal_relevance_search``); ``None`` for all. Over a hybrid's thousand
+            candidates, diversity would otherwise pick chunks far from the query.
 
     Raises:
-        ConfigError: ``lambda_mult`` outside [0, 1] or ``top_n`` below 1.
+        ConfigError: ``lambda_mult`` outside [0, 1], ``top_n`` or ``fetch_k`` below 1.
     """
 
     def __init__(
-        self, embedder: TextEmbedder, *, lambda_mult: float = 0.5, top_n: int | None = None
+        self,
+        embedder: TextEmbedder,
+        *,
+        lambda_mult: float = 0.5,
+        top_n: int | None = None,
+        fetch_k: int | None = 20,
     ) -> None:
         if isinstance(lambda_mult, bool) or not (
             math.isfinite(lambda_mult) and 0.0 <= lambda_mult <= 1.0
@@ -324,6 +332,8 @@ class MMRReranker:
             msg = f"lambda_mult must be in [0, 1], got {lambda_mult!r} (1 = relevance only)"
             raise ConfigError(msg)
         _check_count("top_n", top_n)
+        _check_count("fetch_k", fetch_k)
+        self.fetch_k = fetch_k
         self.embedder = embedder
         self.lambda_mult = float(lambda_mult)
         self.top_n = top_n
@@ -333,7 +343,7 @@ class MMRReranker:
 
         Args:
             query: the user query.
-            hits: candidates (their text is embedded here).
+            hits: candidates, best first; the first ``fetch_k`` distinct ones are embedded.
             k: how many to return; ``None`` means ``top_n`` (or all when that is None too).
 
         Returns:
@@ -346,7 +356,7 @@ class MMRReranker:
         """
         _check_count("k", k)
         # Sorting by chunk id first makes argmax's lowest-row tie-break a chunk-id tie-break.
-        unique = sorted(_dedup(hits), key=lambda hit: hit.chunk_id)
+        unique = sorted(_dedup(hits)[: self.fetch_k], key=lambda hit: hit.chunk_id)
         if not unique:
             return []
         docs = np.asarray(self.embedder.embed_documents([h.chunk.text for h in unique]))

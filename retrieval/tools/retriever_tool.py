@@ -30,6 +30,19 @@ The tool returns ``(content, artifact)``:
 ``ToolInputError`` raised by the retriever (a query it cannot use) is shown to the model
 (``handle_tool_error=True``); other errors propagate. ``ainvoke`` calls
 ``retriever.ainvoke``.
+
+Options the model never sees:
+
+* ``filter=`` and ``k=`` are bound: every search uses them, and the schema has no field to
+  change them (a ToolCall carrying ``filter`` or ``k`` fails validation, so the retriever
+  never runs with it);
+* ``allow_filters=`` adds an optional, described ``filter`` field whose choices are checked
+  before use and joined with the bound filter (:mod:`retrieval.tools.retriever_filters`);
+  with it, validation errors become messages to the model unless told otherwise;
+* ``min_score=`` and ``expand=`` apply :mod:`retrieval.threshold` and
+  :mod:`retrieval.expand` to the retriever's hits. The artifact is then the passages, each
+  keeping its original hits in ``hit.parts``; when a threshold leaves fewer than ``k`` hits
+  the content says so.
 """
 
 from __future__ import annotations
@@ -37,16 +50,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.base import Retriever
+from ragtools.retrieval.base import Filter, Retriever
+from ragtools.retrieval.expand import ExpandMode, Expansion, expand_hits, expansion_of, index_states
 from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.threshold import MinScore, apply_min_score, check_min_score
 from ragtools.retrieval.tools.base import ResponseFormat
 from ragtools.retrieval.tools.budget import TokenCounter, fit_blocks, token_counter
+from ragtools.retrieval.tools.retriever_filters import (
+    allowed_filter_schema,
+    check_bound_filter,
+    combine_filters,
+    describe_invalid_arguments,
+    filter_of_choice,
+)
 from ragtools.retrieval.tools.structured import StructuredTool
 
 __all__ = [
@@ -157,6 +179,10 @@ def create_retriever_tool(
     k: int | None = None,
     max_content_tokens: int | None = None,
     tokenizer: str | TokenCounter | None = None,
+    filter: Filter | None = None,
+    allow_filters: Mapping[str, Any] | None = None,
+    min_score: MinScore | None = None,
+    expand: ExpandMode | Expansion | Mapping[str, Any] | None = None,
     **tool_kwargs: Any,
 ) -> StructuredTool:
     """Wrap a retriever as a tool with the fixed :class:`RetrieverInput` schema.
@@ -171,10 +197,16 @@ def create_retriever_tool(
         response_format: ``"content_and_artifact"`` (content plus all hits) or ``"content"``
             (content only: the caller then chose to have no artifact).
         max_content_chars: content budget in characters (``None``: unlimited).
-        k: number of hits to ask the retriever for; ``None`` uses its default.
+        k: number of hits to ask the retriever for, bound; ``None`` uses its default.
         max_content_tokens: a budget in tokens instead (Qwen-Agent's ``max_ref_token``):
             whole hits while they fit, counted by ``tokenizer`` (see
             :func:`~retrieval.tools.budget.token_counter`; default the embedder's).
+        filter: a filter every search uses, bound (the model cannot see or change it).
+        allow_filters: metadata keys the model may filter on, each with its allowed values
+            (a list) or range (``{"min": 1, "max": 40}``); see
+            :mod:`retrieval.tools.retriever_filters`.
+        min_score: drop hits under this score, or under these stage scores.
+        expand: grow hits into passages (``"neighbors"``, ``"section"``, ``"document"``).
         **tool_kwargs: further :class:`StructuredTool` fields (``return_direct``,
             ``handle_validation_error``, ``extras``, ``metadata``, ...).
 
@@ -199,14 +231,38 @@ def create_retriever_tool(
         msg = f"max_content_tokens must be >= 1 or None, got {max_content_tokens}"
         raise ConfigError(msg)
     count = token_counter(tokenizer) if max_content_tokens is not None else None
-    search_kwargs: dict[str, Any] = {} if k is None else {"k": k}
+    bound = check_bound_filter(filter)
+    threshold = check_min_score(min_score)
+    expansion = expansion_of(expand)
+    if expansion is not None and getattr(retriever, "expand", None) is not None:
+        msg = "expand is set on both the retriever and the tool; set it on one of them"
+        raise ConfigError(msg)
+    schema: type[BaseModel] = RetrieverInput
+    if allow_filters is not None:
+        schema = allowed_filter_schema(RetrieverInput, allow_filters)
+        tool_kwargs.setdefault("handle_validation_error", describe_invalid_arguments)
+    thresholded = threshold is not None or getattr(retriever, "min_score", None) is not None
+    wanted = k if k is not None else getattr(retriever, "k", None)
 
-    def finish(query: str, hits: Any) -> Any:
-        hits = _checked_hits(name, hits)
+    def search_kwargs(choice: Any) -> dict[str, Any]:
+        options: dict[str, Any] = {} if k is None else {"k": k}
+        chosen = combine_filters(bound, filter_of_choice(choice))
+        if chosen is not None:
+            options["filter"] = chosen
+        return options
+
+    def finish(query: str, found: Any) -> Any:
+        hits = apply_min_score(_checked_hits(name, found), threshold)
+        note = ""
+        if thresholded and isinstance(wanted, int) and len(hits) < wanted:
+            note = f"Only {len(hits)} of the {wanted} requested results passed the score threshold."
+        if expansion is not None and hits:
+            hits = expand_hits(hits, expansion, index_states(retriever))
         if hits and count is not None and max_content_tokens is not None:
             blocks = [format_hit(hit, document_prompt) for hit in hits]
             kept = fit_blocks(blocks, max_content_tokens, count, document_separator)
             content = document_separator.join(kept)
+            content = f"{content}{document_separator}{note}" if note else content
         elif hits:
             content = format_hits(
                 hits,
@@ -214,18 +270,21 @@ def create_retriever_tool(
                 document_separator=document_separator,
                 max_chars=max_content_chars,
             )
+            content = f"{content}{document_separator}{note}" if note else content
         else:
             content = f'No results found for the query "{query}".'
+            content = f"{content} {note}" if note else content
         return (content, hits) if response_format == "content_and_artifact" else content
 
-    def search(query: str) -> Any:
-        return finish(query, retriever.invoke(query, **search_kwargs))
+    def search(query: str, filter: Any = None) -> Any:
+        return finish(query, retriever.invoke(query, **search_kwargs(filter)))
 
-    async def asearch(query: str) -> Any:
+    async def asearch(query: str, filter: Any = None) -> Any:
+        options = search_kwargs(filter)
         if hasattr(retriever, "ainvoke"):
-            hits = await retriever.ainvoke(query, **search_kwargs)
+            hits = await retriever.ainvoke(query, **options)
         else:
-            hits = await asyncio.to_thread(retriever.invoke, query, **search_kwargs)
+            hits = await asyncio.to_thread(retriever.invoke, query, **options)
         return finish(query, hits)
 
     tool_kwargs.setdefault("handle_tool_error", True)
@@ -234,7 +293,7 @@ def create_retriever_tool(
         description=description,
         func=search,
         coroutine=asearch,
-        args_schema=RetrieverInput,
+        args_schema=schema,
         response_format=response_format,
         **tool_kwargs,
     )

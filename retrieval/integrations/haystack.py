@@ -1,0 +1,198 @@
+"""Our retrievers as Haystack components: ``to_haystack_component(retriever)``.
+
+The adapter is a real Haystack component (``haystack-ai`` is imported when it is first made;
+install ``ragtools[haystack]``): ``run(query, top_k=None, filters=None)`` returns
+``{"documents": [Document, ...]}`` like Haystack's own retrievers, so it connects to prompt
+builders, joiners and rankers inside a ``Pipeline``; ``run_async`` serves ``AsyncPipeline``.
+
+Each hit becomes ``Document(id=chunk id, content=chunk text, score=hit.score, meta=...)``
+with the chunk's metadata plus ``chunk_id``, ``doc_id``, ``start``, ``end``, ``score``,
+``rank``, ``stage``, ``scores`` and, for an expanded passage, ``parts`` (see
+:func:`~retrieval.integrations._hits.hit_metadata`).
+
+Filters are written in Haystack's syntax and translated into ours
+(:func:`haystack_filter`): ``{"field": "meta.source", "operator": "==", "value": "a.pdf"}``
+becomes ``{"source": {"$eq": "a.pdf"}}``; the operators ``== != > >= < <= in "not in"`` and
+the logical ``AND``, ``OR`` and ``NOT`` (not all of its conditions, as Haystack reads it)
+carry over; ``id`` is the chunk id. Fields a chunk does not have (``content``,
+``embedding``, ...) and unknown operators are errors naming them. Missing metadata fields
+follow our filter language (:mod:`retrieval.filters`). Filters given when the component is
+made are always applied; filters given to ``run`` are joined with them (Haystack's ``merge``
+filter policy), never replacing them.
+
+The component holds a live retriever, so it is not serialisable with ``Pipeline.dumps``.
+
+Haystack sends anonymous usage telemetry over the network unless
+``HAYSTACK_TELEMETRY_ENABLED`` says otherwise; this package makes no network call at run
+time, so making the component sets it to ``False`` when it is unset (set it yourself to opt
+in).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ragtools.parsers._optional import require
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.integrations._hits import hit_metadata
+from ragtools.retrieval.tools.retriever_filters import check_bound_filter, combine_filters
+
+__all__ = ["haystack_filter", "hit_to_haystack_document", "to_haystack_component"]
+
+_COMPARISONS = {
+    "==": "$eq",
+    "!=": "$ne",
+    ">": "$gt",
+    ">=": "$gte",
+    "<": "$lt",
+    "<=": "$lte",
+    "in": "$in",
+    "not in": "$nin",
+}
+_LOGICAL = {"AND": "$and", "OR": "$or", "NOT": "$not"}
+
+
+def haystack_filter(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A Haystack 2 filter translated into ours (see the module docstring).
+
+    Raises:
+        ConfigError: a malformed condition, an unknown operator or a field chunks lack.
+    """
+    if not filters:
+        return None
+    return _translate(filters, "filters")
+
+
+def _translate(condition: Any, where: str) -> dict[str, Any]:
+    if not isinstance(condition, Mapping) or "operator" not in condition:
+        msg = f"invalid Haystack filter at {where}: expected a dict with an 'operator'"
+        raise ConfigError(msg)
+    operator = condition["operator"]
+    if "field" not in condition:
+        conditions = condition.get("conditions")
+        if operator not in _LOGICAL or not isinstance(conditions, list) or not conditions:
+            msg = (
+                f"invalid Haystack filter at {where}: a logical condition needs operator "
+                f"AND, OR or NOT and a non-empty 'conditions' list, got operator {operator!r}"
+            )
+            raise ConfigError(msg)
+        parts = [_translate(c, f"{where}.conditions[{i}]") for i, c in enumerate(conditions)]
+        if operator == "NOT":
+            return {"$not": parts[0] if len(parts) == 1 else {"$and": parts}}
+        return {_LOGICAL[operator]: parts}
+    if operator not in _COMPARISONS or "value" not in condition:
+        msg = (
+            f"invalid Haystack filter at {where}: operator {operator!r} is not one of "
+            f"{', '.join(_COMPARISONS)}, or the 'value' is missing"
+        )
+        raise ConfigError(msg)
+    return {_field(condition["field"], where): {_COMPARISONS[operator]: condition["value"]}}
+
+
+def _field(field: Any, where: str) -> str:
+    if field == "id":
+        return "chunk_id"
+    if isinstance(field, str) and field.startswith("meta.") and len(field) > len("meta."):
+        return field.removeprefix("meta.")
+    msg = (
+        f"invalid Haystack filter at {where}: field {field!r} cannot be filtered here; use "
+        "'id' or 'meta.<key>'"
+    )
+    raise ConfigError(msg)
+
+
+def hit_to_haystack_document(hit: Hit) -> Any:
+    """One hit as a Haystack ``Document`` (see the module docstring)."""
+    haystack = require("haystack", "haystack")
+    return haystack.Document(
+        id=hit.chunk.id, content=hit.chunk.text, meta=hit_metadata(hit), score=hit.score
+    )
+
+
+def to_haystack_component(
+    retriever: Any, *, top_k: int | None = None, filters: Mapping[str, Any] | None = None
+) -> Any:
+    """Wrap one of our retrievers (anything with ``invoke(query, *, k, filter)``) as a Haystack
+    component with ``run(query, top_k=None, filters=None) -> {"documents": [...]}``.
+
+    Args:
+        retriever: the retriever.
+        top_k: default number of documents (``None``: the retriever's ``k``).
+        filters: a Haystack filter applied to every run.
+
+    Raises:
+        ConfigError: ``retriever`` has no ``invoke``, or ``top_k`` / ``filters`` is invalid.
+        MissingDependencyError: ``haystack-ai`` is not installed.
+    """
+    if not callable(getattr(retriever, "invoke", None)):
+        msg = f"retriever must have invoke(query, *, k=None, filter=None), got {retriever!r}"
+        raise ConfigError(msg)
+    _check_top_k(top_k)
+    bound = check_bound_filter(haystack_filter(filters))
+    require("haystack", "haystack")  # also when the class is already made
+    return _component_class()(retriever, top_k, bound)
+
+
+def _check_top_k(top_k: object) -> None:
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        msg = f"top_k must be a positive integer or None, got {top_k!r}"
+        raise ConfigError(msg)
+
+
+@functools.cache
+def _component_class() -> type:
+    """The component class, made once Haystack is imported."""
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # before Haystack reads it
+    haystack = require("haystack", "haystack")
+    Document = haystack.Document
+
+    @haystack.component
+    class RagtoolsRetriever:
+        """One of ragtools' retrievers as a Haystack retriever component."""
+
+        def __init__(
+            self, retriever: Any, top_k: int | None, filters: Mapping[str, Any] | None
+        ) -> None:
+            self.retriever = retriever
+            self.top_k = top_k
+            self.filters = filters
+
+        def _options(self, top_k: int | None, filters: Mapping[str, Any] | None) -> dict[str, Any]:
+            _check_top_k(top_k)
+            options: dict[str, Any] = {}
+            k = top_k if top_k is not None else self.top_k
+            if k is not None:
+                options["k"] = k
+            chosen = combine_filters(self.filters, haystack_filter(filters))
+            if chosen is not None:
+                options["filter"] = chosen
+            return options
+
+        @haystack.component.output_types(documents=list[Document])  # type: ignore[untyped-decorator,valid-type]
+        def run(
+            self,
+            query: str,
+            top_k: int | None = None,
+            filters: dict[str, Any] | None = None,
+        ) -> dict[str, list[Any]]:
+            """Search ``query``; ``top_k`` and ``filters`` (Haystack syntax) for this run."""
+            hits = self.retriever.invoke(query, **self._options(top_k, filters))
+            return {"documents": [hit_to_haystack_document(hit) for hit in hits]}
+
+        @haystack.component.output_types(documents=list[Document])  # type: ignore[untyped-decorator,valid-type]
+        async def run_async(
+            self,
+            query: str,
+            top_k: int | None = None,
+            filters: dict[str, Any] | None = None,
+        ) -> dict[str, list[Any]]:
+            """Like :meth:`run`, without blocking the event loop."""
+            options = self._options(top_k, filters)
+            hits = await self.retriever.ainvoke(query, **options)
+            return {"documents": [hit_to_haystack_document(hit) for hit in hits]}
+
+    return RagtoolsRetriever

@@ -1,0 +1,266 @@
+"""Our retrievers inside LangChain, LlamaIndex and Haystack: each adapter runs in its real
+framework's chain, query engine or pipeline, and gives what ``invoke`` gives."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.parsers import ConfigError, Document
+from ragtools.parsers.errors import MissingDependencyError
+from ragtools.retrieval.fusion import fuse_hits
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hybrid import HybridRetriever
+from ragtools.retrieval.integrations import (
+    haystack_filter,
+    to_haystack_component,
+    to_langchain_retriever,
+    to_llamaindex_retriever,
+)
+from ragtools.retrieval.integrations._hits import hit_metadata
+from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.vector import VectorRetriever
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no network in tests
+
+TOPICS = ["volcano lava eruption", "glacier ice melting", "desert sand dunes", "coral reef fish"]
+QUERY = "lava eruption near the glacier ice"
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    docs = [
+        Document(
+            id=f"doc{i:02d}",
+            text=f"Report {i} on the {TOPICS[i % 4]}. Observed {TOPICS[(i + 1) % 4]} too.",
+            metadata={"source": f"r{i % 3}.pdf", "page": i + 1},
+        )
+        for i in range(24)
+    ]
+    root: Path = tmp_path_factory.mktemp("frameworks") / "index"
+    return Index.from_documents(docs, root, embedder=FakeEmbedder(dim=48), chunk_size=300)
+
+
+@pytest.fixture(scope="module")
+def hybrid(index: Index) -> HybridRetriever:
+    return HybridRetriever.from_index(index, k=5)
+
+
+def _ids(hits: list[Hit]) -> list[str]:
+    return [hit.chunk.id for hit in hits]
+
+
+# --- LangChain ------------------------------------------------------------------------------
+
+
+def test_langchain_retriever_is_a_runnable_retriever_equal_to_invoke(
+    hybrid: HybridRetriever,
+) -> None:
+    from langchain_core.documents import Document as LCDocument
+    from langchain_core.retrievers import BaseRetriever
+
+    adapted = to_langchain_retriever(hybrid)
+    assert isinstance(adapted, BaseRetriever)
+    hits = hybrid.invoke(QUERY)
+    docs = adapted.invoke(QUERY)
+    assert all(isinstance(d, LCDocument) for d in docs)
+    assert [d.page_content for d in docs] == [h.chunk.text for h in hits]
+    assert [d.metadata for d in docs] == [hit_metadata(h) for h in hits]
+    assert [d.id for d in docs] == _ids(hits)
+    assert docs[0].metadata["scores"] == hits[0].scores and "bm25" in docs[0].metadata["scores"]
+    assert asyncio.run(adapted.ainvoke(QUERY)) == docs
+    # per-call k and filter reach our retriever; a per-call filter narrows a bound one
+    bound = to_langchain_retriever(hybrid, k=2, filter={"source": "r1.pdf"})
+    narrowed = bound.invoke(QUERY, filter={"page": {"$gte": 10}})
+    expected = hybrid.invoke(QUERY, k=2, filter={"source": "r1.pdf", "page": {"$gte": 10}})
+    assert [d.id for d in narrowed] == _ids(expected)
+
+
+def test_langchain_retriever_in_an_lcel_chain(hybrid: HybridRetriever) -> None:
+    from langchain_core.language_models.fake import FakeListLLM
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.prompts import PromptTemplate
+    from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+
+    def join(docs: list) -> str:  # type: ignore[type-arg]
+        return "\n".join(f"[{d.metadata['source']}] {d.page_content}" for d in docs)
+
+    prompt = PromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
+    context = to_langchain_retriever(hybrid) | RunnableLambda(join)
+    chain = {"context": context, "question": RunnablePassthrough()} | prompt
+    rendered = chain.invoke(QUERY).to_string()
+    expected = join_hits(hybrid.invoke(QUERY))
+    assert rendered == f"Context:\n{expected}\n\nQuestion: {QUERY}"
+    answer = (chain | FakeListLLM(responses=["an answer"]) | StrOutputParser()).invoke(QUERY)
+    assert answer == "an answer"
+
+
+def join_hits(hits: list[Hit]) -> str:
+    return "\n".join(f"[{h.chunk.source}] {h.chunk.text}" for h in hits)
+
+
+def test_langchain_ensemble_retriever_fuses_our_retrievers_as_rrf(index: Index) -> None:
+    from langchain_classic.retrievers import EnsembleRetriever
+
+    keyword, vector = KeywordRetriever(index, k=6), VectorRetriever(index, k=6)
+    ensemble = EnsembleRetriever(
+        retrievers=[to_langchain_retriever(keyword), to_langchain_retriever(vector)],
+        weights=[0.5, 0.5],
+        id_key="chunk_id",
+    )
+    docs = ensemble.invoke(QUERY)
+    fused = fuse_hits("rrf", [keyword.invoke(QUERY), vector.invoke(QUERY)], weights=[0.5, 0.5])
+    expected = {hit.chunk.id: hit.score for hit in fused}
+    got = [d.metadata["chunk_id"] for d in docs]
+    assert sorted(got) == sorted(expected)
+    scores = [expected[chunk_id] for chunk_id in got]
+    assert scores == sorted(scores, reverse=True)  # LangChain's order is our RRF order
+
+
+# --- LlamaIndex -----------------------------------------------------------------------------
+
+
+def test_llamaindex_retriever_equals_invoke(hybrid: HybridRetriever) -> None:
+    from llama_index.core.retrievers import BaseRetriever
+    from llama_index.core.schema import NodeWithScore
+
+    adapted = to_llamaindex_retriever(hybrid, k=4)
+    assert isinstance(adapted, BaseRetriever)
+    hits = hybrid.invoke(QUERY, k=4)
+    nodes = adapted.retrieve(QUERY)
+    assert all(isinstance(n, NodeWithScore) for n in nodes)
+    assert [n.node.node_id for n in nodes] == _ids(hits)
+    assert [n.score for n in nodes] == [h.score for h in hits]
+    assert [n.node.get_content() for n in nodes] == [h.chunk.text for h in hits]
+    first = nodes[0].node
+    assert (first.start_char_idx, first.end_char_idx) == (hits[0].chunk.start, hits[0].chunk.end)
+    assert first.ref_doc_id == hits[0].chunk.doc_id
+    assert first.metadata == hit_metadata(hits[0])
+    llm_view = first.get_metadata_str(mode="llm")  # scores stay out of the prompt
+    assert "source" in llm_view and "scores" not in llm_view
+    assert [n.node.node_id for n in asyncio.run(adapted.aretrieve(QUERY))] == _ids(hits)
+
+
+def test_llamaindex_query_engine_with_a_postprocessor_and_a_mock_llm(
+    hybrid: HybridRetriever,
+) -> None:
+    from llama_index.core import Settings
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+    from llama_index.core.query_engine import RetrieverQueryEngine
+
+    Settings.tokenizer = str.split  # no tokenizer download
+    hits = hybrid.invoke(QUERY)
+    cutoff = hits[2].score
+    engine = RetrieverQueryEngine.from_args(
+        to_llamaindex_retriever(hybrid),
+        llm=MockLLM(max_tokens=8),
+        node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=cutoff)],
+    )
+    response = engine.query(QUERY)
+    kept = HybridRetriever.from_index(hybrid.retrievers[0].index, k=5, min_score=cutoff)  # type: ignore[attr-defined]
+    assert [n.node.node_id for n in response.source_nodes] == _ids(kept.invoke(QUERY))
+    assert 0 < len(response.source_nodes) < len(hits)
+    assert str(response)  # the mock LLM answered from the retrieved context
+
+
+# --- Haystack -------------------------------------------------------------------------------
+
+
+def test_haystack_component_in_a_pipeline_equals_invoke(hybrid: HybridRetriever) -> None:
+    from haystack import Document as HaystackDocument
+    from haystack import Pipeline
+    from haystack.components.builders import PromptBuilder
+
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", to_haystack_component(hybrid, top_k=4))
+    pipeline.add_component(
+        "prompt",
+        PromptBuilder(
+            template="{% for d in documents %}[{{ d.meta.source }}] {{ d.content }}\n{% endfor %}",
+            required_variables=["documents"],
+        ),
+    )
+    pipeline.connect("retriever.documents", "prompt.documents")
+    result = pipeline.run({"retriever": {"query": QUERY}}, include_outputs_from={"retriever"})
+    hits = hybrid.invoke(QUERY, k=4)
+    docs = result["retriever"]["documents"]
+    assert all(isinstance(d, HaystackDocument) for d in docs)
+    assert [d.id for d in docs] == _ids(hits)
+    assert [d.score for d in docs] == [h.score for h in hits]
+    assert [d.meta for d in docs] == [hit_metadata(h) for h in hits]
+    assert result["prompt"]["prompt"] == "".join(f"{join_hits([h])}\n" for h in hits)
+
+    filters = {
+        "operator": "AND",
+        "conditions": [
+            {"field": "meta.source", "operator": "==", "value": "r1.pdf"},
+            {"field": "meta.page", "operator": ">=", "value": 8},
+        ],
+    }
+    narrowed = pipeline.run({"retriever": {"query": QUERY, "filters": filters, "top_k": 2}},
+                            include_outputs_from={"retriever"})  # fmt: skip
+    expected = hybrid.invoke(QUERY, k=2, filter={"source": "r1.pdf", "page": {"$gte": 8}})
+    assert [d.id for d in narrowed["retriever"]["documents"]] == _ids(expected)
+
+
+def test_haystack_filters_translate_into_ours() -> None:
+    assert haystack_filter(
+        {
+            "operator": "OR",
+            "conditions": [
+                {"field": "meta.source", "operator": "in", "value": ["a.pdf", "b.pdf"]},
+                {"field": "id", "operator": "!=", "value": "x"},
+                {
+                    "operator": "NOT",
+                    "conditions": [{"field": "meta.page", "operator": "<", "value": 3}],
+                },
+            ],
+        }
+    ) == {
+        "$or": [
+            {"source": {"$in": ["a.pdf", "b.pdf"]}},
+            {"chunk_id": {"$ne": "x"}},
+            {"$not": {"page": {"$lt": 3}}},
+        ]
+    }
+    assert haystack_filter(None) is None
+    with pytest.raises(ConfigError, match="field 'content'"):
+        haystack_filter({"field": "content", "operator": "==", "value": "x"})
+    with pytest.raises(ConfigError, match="operator 'like'"):
+        haystack_filter({"field": "meta.source", "operator": "like", "value": "x"})
+    with pytest.raises(ConfigError, match="conditions"):
+        haystack_filter({"operator": "AND", "conditions": []})
+
+
+def test_adapters_refuse_what_is_not_a_retriever() -> None:
+    for adapt in (to_langchain_retriever, to_llamaindex_retriever, to_haystack_component):
+        with pytest.raises(ConfigError, match="invoke"):
+            adapt(object())
+
+
+@pytest.mark.parametrize(
+    ("adapt", "module", "extra"),
+    [
+        (to_langchain_retriever, "langchain_core.retrievers", "langchain"),
+        (to_llamaindex_retriever, "llama_index.core.retrievers", "llamaindex"),
+        (to_haystack_component, "haystack", "haystack"),
+    ],
+)
+def test_a_missing_framework_names_its_extra(
+    hybrid: HybridRetriever,
+    monkeypatch: pytest.MonkeyPatch,
+    adapt,
+    module: str,
+    extra: str,  # type: ignore[no-untyped-def]
+) -> None:
+    adapt(hybrid)  # made once while the framework is there
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(MissingDependencyError, match=rf"ragtools\[{extra}\]"):
+        adapt(hybrid)
