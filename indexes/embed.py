@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from ragtools.indexes.model_dir import DEFAULT_MODEL_ID, local_model_dir, shared_model
 from ragtools.indexes.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
-from ragtools.indexes.onnx_export import PRECISIONS, exported_model
+from ragtools.indexes.onnx_export import PRECISIONS
 from ragtools.parsers._progress import should_show
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 
@@ -275,8 +275,7 @@ class SentenceTransformerEmbedder:
         plan = read_plan(directory) if directory is not None else None
         if plan is not None:
             try:
-                path, _ = exported_model(plan.transformer_dir, self.precision)
-                return shared_encoder(plan, path)
+                return shared_encoder(plan, self.precision)
             except Exception as exc:  # the torch path still works: say why, then use it
                 if self.precision != "fp32":
                     msg = f"cannot run {self._model_id!r} at precision {self.precision!r}: {exc}"

@@ -37,6 +37,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes.onnx_export import export_dir, exported_model
+
 __all__ = ["OnnxEncoder", "OnnxPlan", "read_plan", "shared_encoder"]
 
 logger = logging.getLogger(__name__)
@@ -148,8 +150,10 @@ class OnnxEncoder:
     Build it with :func:`shared_encoder` (one per model file and process).
     """
 
-    def __init__(self, plan: OnnxPlan, model_file: Path, *, threads: int | None = None) -> None:
-        """Open the tokenizer and an inference session on ``model_file``."""
+    def __init__(
+        self, plan: OnnxPlan, model: bytes, model_file: Path, *, threads: int | None = None
+    ) -> None:
+        """Open the tokenizer and an inference session on ``model`` (read from ``model_file``)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -164,9 +168,7 @@ class OnnxEncoder:
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(
-            str(model_file), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         self._inputs = [item.name for item in self._session.get_inputs()]
         self._lock = threading.Lock()  # the tokenizer's settings are shared state
 
@@ -226,13 +228,22 @@ _SHARED: dict[Path, OnnxEncoder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_encoder(plan: OnnxPlan, model_file: Path) -> OnnxEncoder:
-    """The process's one :class:`OnnxEncoder` for ``model_file`` (opened on first request)."""
-    key = model_file.resolve()
+def shared_encoder(plan: OnnxPlan, precision: str) -> OnnxEncoder:
+    """The process's one :class:`OnnxEncoder` of a model at ``precision``.
+
+    The first request verifies (or makes) the exported file and opens it; later ones, from
+    any embedder of the same model, get the same object.
+
+    Raises:
+        ConfigError: unknown precision.
+        MissingDependencyError: the file must be exported and torch is missing.
+    """
+    target = export_dir(plan.transformer_dir, precision)
     with _SHARED_LOCK:
-        encoder = _SHARED.get(key)
+        encoder = _SHARED.get(target)
         if encoder is None:
-            encoder = OnnxEncoder(plan, model_file)
-            _SHARED[key] = encoder
-            logger.info("embedding with ONNX Runtime from %s", model_file)
+            path, data, _ = exported_model(plan.transformer_dir, precision)
+            encoder = OnnxEncoder(plan, data, path)
+            _SHARED[target] = encoder
+            logger.info("embedding with ONNX Runtime from %s", path)
         return encoder

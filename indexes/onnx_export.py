@@ -42,7 +42,14 @@ from ragtools.indexes._persist import fsync_dir, read_json, sha256_file, write_j
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 
-__all__ = ["PRECISIONS", "RECIPE", "cache_root", "exported_model", "weights_digest"]
+__all__ = [
+    "PRECISIONS",
+    "RECIPE",
+    "cache_root",
+    "export_dir",
+    "exported_model",
+    "weights_digest",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +60,7 @@ RECIPE = 1
 """Version of the export procedure; part of the key, so a changed recipe exports anew."""
 
 MODEL_FILE = "model.onnx"
+DIGESTS_FILE = "digests.json"
 RECORD_FILE = "export.json"
 _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 _CONFIG_FILES = ("config.json", "tokenizer.json")
@@ -72,8 +80,12 @@ def cache_root() -> Path:
     return Path(base) / "ragtools"
 
 
-def weights_digest(transformer_dir: Path) -> str:
+def weights_digest(transformer_dir: Path, *, root: Path | None = None) -> str:
     """SHA-256 over the names and contents of the weight and configuration files.
+
+    Hashing the weights takes a noticeable part of a cold start, so the digest is remembered
+    in ``<root>/onnx/digests.json`` under the files' paths, sizes, modification times and
+    inodes, and computed again when any of them changes (as git's index does).
 
     Raises:
         ConfigError: the directory holds no weights file.
@@ -84,55 +96,85 @@ def weights_digest(transformer_dir: Path) -> str:
     if not weights:
         msg = f"no weights file (*.safetensors, *.bin) in model directory {transformer_dir}"
         raise ConfigError(msg)
-    configs = [transformer_dir / name for name in _CONFIG_FILES]
+    files = [*weights, *(p for p in (transformer_dir / n for n in _CONFIG_FILES) if p.is_file())]
+    stats = [(str(p.resolve()), p.stat()) for p in files]
+    memo_key = hashlib.sha256(
+        "\n".join(f"{n}|{s.st_size}|{s.st_mtime_ns}|{s.st_ino}" for n, s in stats).encode()
+    ).hexdigest()
+    memo_path = (root or cache_root()) / "onnx" / DIGESTS_FILE
+    memo = _read_memo(memo_path)
+    if isinstance(memo.get(memo_key), str):
+        return str(memo[memo_key])
     digest = hashlib.sha256()
-    for path in [*weights, *(p for p in configs if p.is_file())]:
+    for path in files:
         digest.update(f"{path.name}\0{sha256_file(path)}\0".encode())
+    memo[memo_key] = digest.hexdigest()
+    try:
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = memo_path.with_name(f".{DIGESTS_FILE}.{uuid.uuid4().hex[:12]}.tmp")
+        write_json(temporary, memo)
+        os.replace(temporary, memo_path)
+    except OSError as exc:  # a read-only cache still works, it just hashes every time
+        logger.info("cannot remember the weights digest in %s (%s)", memo_path, exc)
     return digest.hexdigest()
 
 
-def export_key(transformer_dir: Path, precision: str) -> str:
-    """The cache key of one model's encoder at one precision."""
+def _read_memo(path: Path) -> dict[str, Any]:
+    try:
+        memo = read_json(path)
+    except IndexLoadError:
+        return {}
+    return memo if isinstance(memo, dict) else {}
+
+
+def export_dir(transformer_dir: Path, precision: str, *, root: Path | None = None) -> Path:
+    """The directory that holds (or will hold) one model's encoder at one precision.
+
+    Raises:
+        ConfigError: unknown precision or no weights in the directory.
+    """
     if precision not in PRECISIONS:
         msg = f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
         raise ConfigError(msg)
-    material = f"{weights_digest(transformer_dir)}|{precision}|recipe-{RECIPE}"
-    return hashlib.sha256(material.encode()).hexdigest()[:32]
+    root = root or cache_root()
+    material = f"{weights_digest(transformer_dir, root=root)}|{precision}|recipe-{RECIPE}"
+    return root / "onnx" / hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
 def exported_model(
     transformer_dir: Path, precision: str, *, root: Path | None = None
-) -> tuple[Path, bool]:
+) -> tuple[Path, bytes, bool]:
     """The verified ``.onnx`` file of ``transformer_dir`` at ``precision``, exported if needed.
 
     Returns:
-        ``(path, exported)``: the file, and whether this call had to export it (which
-        imports torch); a reused file costs one checksum and no torch import.
+        ``(path, data, exported)``: the file, its bytes (the very bytes whose checksum was
+        verified, so nothing else can be loaded), and whether this call had to export it
+        (which imports torch); a reused file costs one checksum and no torch import.
 
     Raises:
         ConfigError: unknown precision or no weights in the directory.
         MissingDependencyError: torch, transformers or onnx is missing and there is no file.
     """
-    target = (root or cache_root()) / "onnx" / export_key(transformer_dir, precision)
-    found = _verified(target)
-    if found is not None:
-        return found, False
+    target = export_dir(transformer_dir, precision, root=root)
+    data = _verified(target)
+    if data is not None:
+        return target / MODEL_FILE, data, False
     from filelock import FileLock
 
     target.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target / ".lock")):
-        found = _verified(target)  # another process may have exported it while we waited
-        if found is not None:
-            return found, False
+        data = _verified(target)  # another process may have exported it while we waited
+        if data is not None:
+            return target / MODEL_FILE, data, False
         _export(transformer_dir, precision, target)
-    path = _verified(target)
-    if path is None:  # pragma: no cover - only if the disk changes the file under us
+    data = _verified(target)
+    if data is None:  # pragma: no cover - only if the disk changes the file under us
         raise IndexLoadError(target / MODEL_FILE, "fails its checksum right after export")
-    return path, True
+    return target / MODEL_FILE, data, True
 
 
-def _verified(target: Path) -> Path | None:
-    """The model file if ``export.json`` exists and the file's SHA-256 matches it."""
+def _verified(target: Path) -> bytes | None:
+    """The model file's bytes if ``export.json`` exists and their SHA-256 matches it."""
     record_path = target / RECORD_FILE
     if not record_path.is_file():
         return None
@@ -140,12 +182,13 @@ def _verified(target: Path) -> Path | None:
     try:
         record = read_json(record_path)
         expected = record["sha256"] if isinstance(record, dict) else None
-        if not model.is_file() or sha256_file(model) != expected:
-            raise IndexLoadError(model, "missing or fails its checksum")
+        data = model.read_bytes()
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise IndexLoadError(model, "fails its checksum")
     except (IndexLoadError, KeyError, OSError) as exc:
         logger.warning("cached ONNX model unusable (%s); exporting it again", exc)
         return None
-    return model
+    return data
 
 
 def _export(transformer_dir: Path, precision: str, target: Path) -> None:
@@ -177,7 +220,7 @@ def _export(transformer_dir: Path, precision: str, target: Path) -> None:
             "recipe": RECIPE,
             "precision": precision,
             "source": str(transformer_dir),
-            "weights_sha256": weights_digest(transformer_dir),
+            "weights_sha256": weights_digest(transformer_dir, root=target.parent.parent),
             "sha256": sha256_file(target / MODEL_FILE),
         }
         write_json(target / f"{RECORD_FILE}.{tag}.tmp", record)
