@@ -155,6 +155,25 @@ def test_a_build_with_a_missing_model_fails_before_parsing(
         )
 
 
+def test_the_export_key_follows_the_weights_and_the_precision(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    with pytest.raises(ConfigError, match="no weights file"):
+        export_dir(model, "fp32", root=tmp_path)
+    (model / "model.safetensors").write_bytes(b"weights v1")
+    first = export_dir(model, "fp32", root=tmp_path)
+    assert (tmp_path / "onnx" / "digests.json").is_file()  # remembered for the next process
+    assert export_dir(model, "fp32", root=tmp_path) == first
+    assert export_dir(model, "int8", root=tmp_path) != first
+    copy = tmp_path / "copy"
+    shutil.copytree(model, copy)
+    assert export_dir(copy, "fp32", root=tmp_path) == first  # keyed by content, not path
+    (model / "model.safetensors").write_bytes(b"weights v2, longer")
+    assert export_dir(model, "fp32", root=tmp_path) != first
+    with pytest.raises(ConfigError, match="precision must be one of"):
+        export_dir(model, "fp16", root=tmp_path)
+
+
 # --------------------------------------------------------------------------- the real model
 
 
