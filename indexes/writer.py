@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from ragtools.indexes._persist import write_manifest
 from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState
-from ragtools.indexes.embed import Embedder
+from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, OWNERS_FILE
 from ragtools.indexes.settings import IndexSettings, keyword_text
 from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
@@ -303,6 +303,8 @@ def _empty(
     except ValueError as exc:
         msg = f"invalid index settings: {exc}"
         raise ConfigError(msg) from exc
+    if resolved.vector and embedder is None:  # a model not on this machine fails before parsing
+        SentenceTransformerEmbedder(resolved.model).resolve()
     return Index(Path(path), IndexState(resolved, []), embedder=embedder)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,13 @@ def pdf_dir() -> Path:
 def scifact_dir() -> Path:
     """../shared/data/scifact: BEIR SciFact."""
     return _shared("data/scifact")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Exported ONNX models go to one folder per test session (``RAGTOOLS_CACHE_DIR``, which
+    subprocesses inherit), never to the user's cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("ragtools-cache")
+        mp.setenv("RAGTOOLS_CACHE_DIR", str(path))
+        yield path

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from ragtools.indexes.embed import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
-from ragtools.indexes.onnx_query import OnnxQueryEncoder
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers.errors import ConfigError, MissingDependencyError
 
@@ -136,7 +135,7 @@ def test_constructor_is_lazy_and_missing_dependency_is_clear(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    emb = SentenceTransformerEmbedder()  # nothing imported or loaded yet
+    emb = SentenceTransformerEmbedder(onnx=False)  # nothing imported or loaded yet
     assert not emb.loaded and emb.model_id == DEFAULT_MODEL_ID
     with pytest.raises(MissingDependencyError, match="pip install sentence-transformers"):
         emb.embed_documents(["text"])
@@ -222,63 +221,33 @@ def test_default_model_needs_no_offline_flag(monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.slow
-def test_fast_queries_equal_sentence_transformers_encode_query(real) -> None:
-    """The ONNX Runtime query path gives the model's own vectors (within float32 noise)."""
+def test_the_default_model_runs_in_onnx_and_equals_torch(real) -> None:
+    """Queries and documents go through ONNX Runtime and give the model's own vectors."""
     emb, attempts = real
-    queries = [
-        "",
-        "cells",
-        "Vitamin D deficiency is associated with multiple sclerosis.",
-        "données médicales et protéines 蛋白质折叠",
-        "a very long query about protein folding and immune response " * 40,  # > 256 tokens
-    ]
+    assert emb.uses_onnx
+    queries = ["cells", "Vitamin D deficiency is associated with multiple sclerosis."]
     direct = emb.model.encode_query(queries, normalize_embeddings=True, convert_to_numpy=True)
     fast = np.stack([emb.embed_query(q) for q in queries])
-    assert isinstance(emb._query_encoder, OnnxQueryEncoder), "the default model runs in ONNX"
     np.testing.assert_allclose(fast, direct, atol=1e-5)
     assert fast.dtype == np.float32 and fast.flags.c_contiguous
     assert attempts == []
 
 
 @pytest.mark.slow
-def test_fast_queries_can_be_disabled_and_fall_back(real, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_onnx_can_be_disabled_and_prompts_still_apply(real) -> None:
     emb, _ = real
     model = emb.model
     expected = emb.embed_query("protein folding")
-    plain = SentenceTransformerEmbedder(model, model_id="m", fast_queries=False)
+    plain = SentenceTransformerEmbedder(onnx=False)
     np.testing.assert_allclose(plain.embed_query("protein folding"), expected, atol=1e-5)
-    assert plain._query_encoder is None  # never exported
-    prompted = SentenceTransformerEmbedder(model, model_id="m", query_prompt="query: ")
-    prompted.embed_query("protein folding")
-    assert prompted._query_encoder is None  # prompts keep sentence-transformers' encode
-
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_onnxruntime(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name == "onnxruntime":
-            raise ImportError("No module named 'onnxruntime'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
-    missing = SentenceTransformerEmbedder(model, model_id="m")
-    np.testing.assert_allclose(missing.embed_query("protein folding"), expected, atol=1e-5)
-    assert missing._query_encoder is False  # tried once, remembered
-
-
-def test_unsupported_pipelines_have_no_onnx_plan() -> None:
-    assert OnnxQueryEncoder.from_model(StubModel()) is None  # not a module pipeline
-
-    class Transformer:
-        auto_model = object()
-
-    class Pooling:
-        pooling_mode = "max"
-
-    class Dense:
-        pass
-
-    assert OnnxQueryEncoder.from_model([Transformer(), Pooling()]) is None  # max pooling
-    Pooling.pooling_mode = "mean"
-    assert OnnxQueryEncoder.from_model([Transformer(), Pooling(), Dense()]) is None
+    assert not plain.uses_onnx and plain.model is model  # one torch model per process
+    prompted = SentenceTransformerEmbedder(query_prompt="query: ", document_prompt="passage: ")
+    reference = model.encode_query(
+        ["protein folding"], prompt="query: ", normalize_embeddings=True, convert_to_numpy=True
+    )[0]
+    np.testing.assert_allclose(prompted.embed_query("protein folding"), reference, atol=1e-5)
+    reference = model.encode(
+        ["protein folding"], prompt="passage: ", normalize_embeddings=True, convert_to_numpy=True
+    )
+    np.testing.assert_allclose(prompted.embed_documents(["protein folding"]), reference, atol=1e-5)
+    assert prompted.uses_onnx

@@ -1,0 +1,303 @@
+"""The ONNX file of a model's encoder: exported once, kept on disk, checked before every use.
+
+A process that embeds with ONNX Runtime needs the transformer as an ``.onnx`` file. Making it
+takes torch and several seconds, so it is done once per model and precision and kept in the
+user's cache directory (``$RAGTOOLS_CACHE_DIR``, else the platform's cache folder +
+``ragtools``), under ``onnx/<key>/``:
+
+- ``model.onnx``: the encoder (token ids in, last hidden states out), already optimised by
+  ONNX Runtime (fused layer norms, GELU and attention), so opening it later skips that work;
+- ``export.json``: the file's SHA-256, the precision and what the key was made of.
+
+The key is a hash of the model's weights and configuration files (not of its name or path,
+so a model updated in place gets a new file and two copies of one model share one), of the
+precision and of this module's export recipe. ``export.json`` is written last, through a
+temporary file and ``os.replace``: it is the commit point, so a crash mid-export leaves no
+file that looks finished. A ``model.onnx`` whose digest differs from ``export.json`` (a
+truncated copy, a disk error, tampering) is logged and exported again, never opened. Two
+processes exporting the same key wait on one ``filelock`` lock, so the second reuses the
+first one's file.
+
+Precisions (``PRECISIONS``):
+
+- ``fp32``: the model's own float32 weights; vectors equal sentence-transformers' within 1e-5.
+- ``int8``: dynamic quantisation of the MatMul weights only, per output channel (activations
+  quantised at run time), through ``onnxruntime.quantization``. Faster on CPUs with int8 dot
+  products (AVX-512 VNNI), but vectors move (cosine to fp32 about 0.995 on SciFact), so it is
+  never the default and its vectors are cached apart (see ``SentenceTransformerEmbedder``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ragtools.indexes._persist import fsync_dir, read_json, sha256_file, write_json
+from ragtools.parsers._optional import require
+from ragtools.parsers.errors import ConfigError, IndexLoadError
+
+__all__ = [
+    "PRECISIONS",
+    "RECIPE",
+    "cache_root",
+    "export_dir",
+    "exported_model",
+    "weights_digest",
+]
+
+logger = logging.getLogger(__name__)
+
+PRECISIONS = ("fp32", "int8")
+"""Precisions of the exported encoder, the first being the reference."""
+
+RECIPE = 1
+"""Version of the export procedure; part of the key, so a changed recipe exports anew."""
+
+MODEL_FILE = "model.onnx"
+DIGESTS_FILE = "digests.json"
+RECORD_FILE = "export.json"
+_WEIGHT_SUFFIXES = (".safetensors", ".bin")
+_CONFIG_FILES = ("config.json", "tokenizer.json")
+
+
+def cache_root() -> Path:
+    """Where exported files are kept: ``$RAGTOOLS_CACHE_DIR`` or the user's cache folder."""
+    configured = os.environ.get("RAGTOOLS_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = str(Path.home() / "Library" / "Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ragtools"
+
+
+def weights_digest(transformer_dir: Path, *, root: Path | None = None) -> str:
+    """SHA-256 over the names and contents of the weight and configuration files.
+
+    Hashing the weights takes a noticeable part of a cold start, so the digest is remembered
+    in ``<root>/onnx/digests.json`` under the files' paths, sizes, modification times and
+    inodes, and computed again when any of them changes (as git's index does).
+
+    Raises:
+        ConfigError: the directory holds no weights file.
+    """
+    weights = sorted(
+        p for p in transformer_dir.iterdir() if p.is_file() and p.suffix in _WEIGHT_SUFFIXES
+    )
+    if not weights:
+        msg = f"no weights file (*.safetensors, *.bin) in model directory {transformer_dir}"
+        raise ConfigError(msg)
+    files = [*weights, *(p for p in (transformer_dir / n for n in _CONFIG_FILES) if p.is_file())]
+    stats = [(str(p.resolve()), p.stat()) for p in files]
+    memo_key = hashlib.sha256(
+        "\n".join(f"{n}|{s.st_size}|{s.st_mtime_ns}|{s.st_ino}" for n, s in stats).encode()
+    ).hexdigest()
+    memo_path = (root or cache_root()) / "onnx" / DIGESTS_FILE
+    memo = _read_memo(memo_path)
+    if isinstance(memo.get(memo_key), str):
+        return str(memo[memo_key])
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.name}\0{sha256_file(path)}\0".encode())
+    memo[memo_key] = digest.hexdigest()
+    try:
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = memo_path.with_name(f".{DIGESTS_FILE}.{uuid.uuid4().hex[:12]}.tmp")
+        write_json(temporary, memo)
+        os.replace(temporary, memo_path)
+    except OSError as exc:  # a read-only cache still works, it just hashes every time
+        logger.info("cannot remember the weights digest in %s (%s)", memo_path, exc)
+    return digest.hexdigest()
+
+
+def _read_memo(path: Path) -> dict[str, Any]:
+    try:
+        memo = read_json(path)
+    except IndexLoadError:
+        return {}
+    return memo if isinstance(memo, dict) else {}
+
+
+def export_dir(transformer_dir: Path, precision: str, *, root: Path | None = None) -> Path:
+    """The directory that holds (or will hold) one model's encoder at one precision.
+
+    Raises:
+        ConfigError: unknown precision or no weights in the directory.
+    """
+    if precision not in PRECISIONS:
+        msg = f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
+        raise ConfigError(msg)
+    root = root or cache_root()
+    material = f"{weights_digest(transformer_dir, root=root)}|{precision}|recipe-{RECIPE}"
+    return root / "onnx" / hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def exported_model(
+    transformer_dir: Path, precision: str, *, root: Path | None = None
+) -> tuple[Path, bytes, bool]:
+    """The verified ``.onnx`` file of ``transformer_dir`` at ``precision``, exported if needed.
+
+    Returns:
+        ``(path, data, exported)``: the file, its bytes (the very bytes whose checksum was
+        verified, so nothing else can be loaded), and whether this call had to export it
+        (which imports torch); a reused file costs one checksum and no torch import.
+
+    Raises:
+        ConfigError: unknown precision or no weights in the directory.
+        MissingDependencyError: torch, transformers or onnx is missing and there is no file.
+    """
+    target = export_dir(transformer_dir, precision, root=root)
+    data = _verified(target)
+    if data is not None:
+        return target / MODEL_FILE, data, False
+    from filelock import FileLock
+
+    target.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target / ".lock")):
+        data = _verified(target)  # another process may have exported it while we waited
+        if data is not None:
+            return target / MODEL_FILE, data, False
+        _export(transformer_dir, precision, target)
+    data = _verified(target)
+    if data is None:  # pragma: no cover - only if the disk changes the file under us
+        raise IndexLoadError(target / MODEL_FILE, "fails its checksum right after export")
+    return target / MODEL_FILE, data, True
+
+
+def _verified(target: Path) -> bytes | None:
+    """The model file's bytes if ``export.json`` exists and their SHA-256 matches it."""
+    record_path = target / RECORD_FILE
+    if not record_path.is_file():
+        return None
+    model = target / MODEL_FILE
+    try:
+        record = read_json(record_path)
+        expected = record["sha256"] if isinstance(record, dict) else None
+        data = model.read_bytes()
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise IndexLoadError(model, "fails its checksum")
+    except (IndexLoadError, KeyError, OSError) as exc:
+        logger.warning("cached ONNX model unusable (%s); exporting it again", exc)
+        return None
+    return data
+
+
+def _export(transformer_dir: Path, precision: str, target: Path) -> None:
+    """Export, optimise (and quantise) into temporary files, then commit them."""
+    tag = uuid.uuid4().hex[:12]
+    raw = target / f"raw-{tag}.onnx.tmp"
+    quantised = target / f"int8-{tag}.onnx.tmp"
+    final = target / f"model-{tag}.onnx.tmp"
+    logger.info("exporting %s to ONNX (%s); done once per model", transformer_dir, precision)
+    try:
+        _trace(transformer_dir, raw)
+        source = raw
+        if precision == "int8":
+            quantize = require("onnxruntime.quantization", package="onnxruntime")
+            quantize.quantize_dynamic(
+                raw,
+                quantised,
+                weight_type=quantize.QuantType.QInt8,
+                per_channel=True,
+                op_types_to_quantize=["MatMul"],
+            )
+            source = quantised
+        _optimise(source, final)
+        with open(final, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(final, target / MODEL_FILE)
+        record = {
+            "format": "ragtools-onnx-export",
+            "recipe": RECIPE,
+            "precision": precision,
+            "source": str(transformer_dir),
+            "weights_sha256": weights_digest(transformer_dir, root=target.parent.parent),
+            "sha256": sha256_file(target / MODEL_FILE),
+        }
+        write_json(target / f"{RECORD_FILE}.{tag}.tmp", record)
+        os.replace(target / f"{RECORD_FILE}.{tag}.tmp", target / RECORD_FILE)
+        fsync_dir(target)
+    finally:
+        for leftover in (raw, quantised, final, target / f"{RECORD_FILE}.{tag}.tmp"):
+            leftover.unlink(missing_ok=True)
+    logger.info("exported ONNX encoder to %s", target / MODEL_FILE)
+
+
+def _trace(transformer_dir: Path, path: Path) -> None:
+    """``torch.onnx.export`` of the transformer: token ids in, last hidden states out.
+
+    Attention is traced in its plain ("eager") form, which ONNX Runtime recognises and fuses
+    into one operator; the arithmetic is the same as the model's default attention.
+    """
+    torch = require("torch")
+    transformers = require("transformers")
+    model = transformers.AutoModel.from_pretrained(
+        str(transformer_dir), local_files_only=True, attn_implementation="eager"
+    ).eval()
+    inputs = _input_names(model)
+    sample = {name: torch.ones((2, 8), dtype=torch.int64) for name in inputs}
+    if "token_type_ids" in sample:
+        sample["token_type_ids"] = torch.zeros((2, 8), dtype=torch.int64)
+    encoder = _positional(model, inputs)
+    axes = {name: {0: "batch", 1: "tokens"} for name in (*inputs, "hidden")}
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer warnings about shape-dependent Python code
+        torch.onnx.export(
+            encoder,
+            tuple(sample[name] for name in inputs),
+            str(path),
+            input_names=list(inputs),
+            output_names=["hidden"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
+
+
+def _input_names(model: Any) -> tuple[str, ...]:
+    """The token inputs the model's ``forward`` accepts, in a fixed order."""
+    import inspect
+
+    accepted = inspect.signature(model.forward).parameters
+    names = tuple(n for n in ("input_ids", "attention_mask", "token_type_ids") if n in accepted)
+    if names[:2] != ("input_ids", "attention_mask"):
+        msg = f"{type(model).__name__} does not take input_ids and attention_mask"
+        raise ConfigError(msg)
+    return names
+
+
+def _positional(model: Any, inputs: tuple[str, ...]) -> Any:
+    """The model as a module with positional tensor inputs, returning the hidden states."""
+    import torch
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors: Any) -> Any:
+            return self.model(**dict(zip(inputs, tensors, strict=True))).last_hidden_state
+
+    return Encoder()
+
+
+def _optimise(source: Path, destination: Path) -> None:
+    """Apply ONNX Runtime's portable graph fusions once and save the result."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(destination)
+    options.log_severity_level = 3
+    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    if not destination.is_file():  # pragma: no cover - onnxruntime always writes it
+        raise IndexLoadError(destination, "ONNX Runtime did not write the optimised model")
