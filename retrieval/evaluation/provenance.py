@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtools.indexes.bundle import Index
-from ragtools.indexes.embed import DEFAULT_MODEL_ID, _default_model_path
+from ragtools.indexes.model_dir import DEFAULT_MODEL_ID, default_model_path
 from ragtools.indexes.versions import current_version, is_index_root
 
 __all__ = ["LIBRARIES", "collect_provenance", "file_sha256", "model_weights_sha256"]
@@ -73,7 +73,7 @@ def file_sha256(path: str | Path) -> str:
 def model_weights_sha256(model_id: str) -> str | None:
     """SHA-256 over the weight files of a local model (see the module docstring), or
     ``None`` when ``model_id`` names no local directory."""
-    directory = _default_model_path() if model_id == DEFAULT_MODEL_ID else Path(model_id)
+    directory = default_model_path() if model_id == DEFAULT_MODEL_ID else Path(model_id)
     if not directory.is_dir():
         return None
     files = sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix in _WEIGHT_SUFFIXES)

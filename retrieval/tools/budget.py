@@ -44,9 +44,9 @@ def token_counter(tokenizer: str | TokenCounter | None = None) -> TokenCounter:
         ConfigError: a string naming no local tokenizer, or an object that is not callable.
     """
     if tokenizer is None:
-        from ragtools.indexes.embed import _default_model_path
+        from ragtools.indexes.model_dir import default_model_path
 
-        return _file_counter(str(_default_model_path() / "tokenizer.json"))
+        return _file_counter(str(default_model_path() / "tokenizer.json"))
     if isinstance(tokenizer, str):
         path = Path(tokenizer).expanduser()
         if path.is_dir() and (path / "tokenizer.json").is_file():

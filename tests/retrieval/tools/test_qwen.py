@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from transformers import AutoTokenizer
 
-from ragtools.indexes.embed import SentenceTransformerEmbedder, _default_model_path
+from ragtools.indexes.embed import SentenceTransformerEmbedder
+from ragtools.indexes.model_dir import default_model_path
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
@@ -35,7 +36,7 @@ COLUMNS = str(PDFS / "multicolumn.pdf")  # 3 pages of a two-column article
 @pytest.fixture(scope="module")
 def reference_tokens() -> Any:
     """Token counts by ``transformers`` (an independent path to the same vocabulary)."""
-    tokenizer = AutoTokenizer.from_pretrained(str(_default_model_path()))
+    tokenizer = AutoTokenizer.from_pretrained(str(default_model_path()))
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
 
 
@@ -226,7 +227,7 @@ class TestBudget:
     def test_token_counter_forms(self, reference_tokens: Any) -> None:
         text = "Beautiful is better than ugly; 深圳 tokenises too."
         assert token_counter()(text) == reference_tokens(text)
-        assert token_counter(str(_default_model_path()))(text) == reference_tokens(text)
+        assert token_counter(str(default_model_path()))(text) == reference_tokens(text)
         assert token_counter(len)(text) == len(text)
         with pytest.raises(ConfigError, match="tokenizer"):
             token_counter("no/such/tokenizer-anywhere")
