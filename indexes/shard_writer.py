@@ -7,17 +7,16 @@ written by :class:`~indexes.writer.IndexWriter`. Then the driver merges every sh
 into the global BM25 statistics and writes the top version (:mod:`indexes.shards`), which
 makes the new shard versions live together.
 
-An update re-parses the files whose fingerprint changed, rewrites only the shards that hold a
-changed, added or removed file, reads the counts of the others from disk, re-merges the
-statistics and writes a new top version. Until that last step the previous top version, and
-the shard versions it names, stay live.
+Updates are :mod:`indexes.shard_update`. Until the top version is written, the previous top
+version, and the shard versions it names, stay live.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ import numpy as np
 
 from ragtools.indexes._bm25_global import GlobalStats, ShardCounts
 from ragtools.indexes._persist import read_json, write_json, write_manifest
-from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.settings import IndexSettings
@@ -36,17 +34,18 @@ from ragtools.indexes.shards import (
     SHARDED_FORMAT_VERSION,
     SHARDS_MANIFEST,
     ShardedIndex,
+    is_sharded,
     runs_of,
     shard_dir,
     shard_of,
 )
 from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
-from ragtools.indexes.versions import VERSIONS, current_version, write_version
-from ragtools.indexes.writer import IndexWriter, UpdateReport, _empty, _package_version
+from ragtools.indexes.versions import VERSIONS, current_version, is_index_root, write_version
+from ragtools.indexes.writer import IndexWriter, _empty, _package_version
 from ragtools.parsers import Chunk, Document, FileError, split
 from ragtools.parsers.errors import ConfigError
 
-__all__ = ["ShardWork", "build_shard", "build_sharded", "documents_sharded", "update_sharded"]
+__all__ = ["ShardWork", "build_shard", "build_sharded", "documents_sharded", "pinned_versions"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +59,7 @@ class ShardWork:
     settings: dict[str, Any]
     files: list[str] = field(default_factory=list)
     documents: list[Document] = field(default_factory=list)
+    pinned: str | None = None  # the shard version the live top version names
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class BuiltShard:
     fingerprints: dict[str, Any]
 
 
-def _chunk_units(units: Sequence[Sequence[Document]], settings: IndexSettings) -> list[list[Chunk]]:
+def chunk_units(units: Sequence[Sequence[Document]], settings: IndexSettings) -> list[list[Chunk]]:
     return [
         split(docs, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
         if docs else []
@@ -82,7 +82,7 @@ def _chunk_units(units: Sequence[Sequence[Document]], settings: IndexSettings) -
     ]  # fmt: skip
 
 
-def _commit_shard(
+def commit_shard(
     work: ShardWork,
     units: list[list[Chunk]],
     embedder: Embedder | None,
@@ -93,6 +93,7 @@ def _commit_shard(
     chunks = [c for unit in units for c in unit]
     path = shard_dir(work.root, work.number)
     version = counts = None
+    _drop_orphans(path, work.pinned)
     if chunks:
         writer = IndexWriter(
             _empty(path, IndexSettings.model_validate(work.settings), {}, embedder)
@@ -105,6 +106,25 @@ def _commit_shard(
     return BuiltShard(work.number, version, [len(u) for u in units], counts, failures, prints)
 
 
+def _drop_orphans(path: Path, pinned: str | None) -> None:
+    """Delete shard versions newer than the live one: left by a build or update that
+    stopped before its top version. Otherwise the shard's next version would make the
+    collector (which keeps the newest two) delete the version the live top still names."""
+    if pinned is None or not (path / VERSIONS).is_dir():
+        return
+    for entry in (path / VERSIONS).iterdir():
+        if entry.name.startswith("v-") and entry.name > pinned:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def pinned_versions(root: str | Path) -> list[str | None]:
+    """The shard versions the live top version of ``root`` names (none: not sharded)."""
+    if not is_index_root(root) or not is_sharded(current_version(root)):
+        return []
+    data = read_json(current_version(root) / SHARDS_MANIFEST)
+    return [entry.get("version") for entry in data.get("shards", [])]
+
+
 def build_shard(work: ShardWork, embedder: Embedder | None = None) -> BuiltShard:
     """Parse (files), split, index and write one shard: the unit of work of a build, run in
     this process or as a Ray task."""
@@ -112,11 +132,11 @@ def build_shard(work: ShardWork, embedder: Embedder | None = None) -> BuiltShard
     if work.files:
         paths = [Path(f) for f in work.files]
         by_file, failures = parse_files(paths, show_progress=False)
-        units = _chunk_units([by_file.get(f, []) for f in work.files], settings)
+        units = chunk_units([by_file.get(f, []) for f in work.files], settings)
         prints = {f: fingerprint(p) for f, p in zip(work.files, paths, strict=True)}
-        return _commit_shard(work, units, embedder, failures, prints)
-    units = _chunk_units([[d] for d in work.documents], settings)
-    return _commit_shard(work, units, embedder, [], {})
+        return commit_shard(work, units, embedder, failures, prints)
+    units = chunk_units([[d] for d in work.documents], settings)
+    return commit_shard(work, units, embedder, [], {})
 
 
 def _run(
@@ -174,10 +194,11 @@ def build_sharded(
     for f in files:
         by_shard[shard_of(f, n)].append(f)
     blob = resolved.model_dump(mode="json")
-    works = [ShardWork(str(path), s, blob, files=by_shard[s]) for s in range(n)]
+    pins = _pins(path, n)
+    works = [ShardWork(str(path), s, blob, files=by_shard[s], pinned=pins[s]) for s in range(n)]
     built = _run(works, embedder, engine, address)
     units = [(f, shard_of(f, n)) for f in files]
-    index = _finish(path, resolved, built, units, {"sources": roots, "meta": {}}, embedder)
+    index = finish(path, resolved, built, units, {"sources": roots, "meta": {}}, embedder)
     logger.info(
         "built %s: %d shards, %d files, %d chunks in %.1fs",
         path, n, len(files), len(index.chunks), time.perf_counter() - started,
@@ -208,11 +229,15 @@ def documents_sharded(
     for doc, (_, s) in zip(docs, units, strict=True):
         by_shard[s].append(doc)
     blob = resolved.model_dump(mode="json")
-    works = [ShardWork(str(path), s, blob, documents=by_shard[s]) for s in range(n)]
+    pins = _pins(path, n)
+    works = [ShardWork(str(path), s, blob, documents=by_shard[s], pinned=pins[s]) for s in range(n)]
     built = _run(works, embedder, engine, address)
-    return _finish(
-        path, resolved, built, units, {"sources": [], "meta": dict(meta or {})}, embedder
-    )
+    return finish(path, resolved, built, units, {"sources": [], "meta": dict(meta or {})}, embedder)
+
+
+def _pins(path: str | Path, n: int) -> list[str | None]:
+    pinned = pinned_versions(path)
+    return [pinned[s] if s < len(pinned) else None for s in range(n)]
 
 
 def _place(units: Sequence[tuple[str, int]], built: Sequence[BuiltShard]) -> list[np.ndarray]:
@@ -227,7 +252,7 @@ def _place(units: Sequence[tuple[str, int]], built: Sequence[BuiltShard]) -> lis
     return [np.concatenate(r) if r else np.zeros(0, np.int64) for r in rows]
 
 
-def _finish(
+def finish(
     path: str | Path,
     settings: IndexSettings,
     built: Sequence[BuiltShard],
@@ -289,96 +314,3 @@ def _finish(
     opened = Index.open(path, embedder=embedder)
     assert isinstance(opened, ShardedIndex)
     return opened
-
-
-def update_sharded(
-    index: ShardedIndex,
-    sources: Sequence[str | Path] | None = None,
-    *,
-    show_progress: bool | None = None,
-) -> UpdateReport:
-    """Update a sharded index from its sources, rewriting only the shards that changed.
-
-    The result equals a fresh sharded build (and so one index) of the same sources.
-    """
-    del show_progress
-    manifest = index.manifest
-    known = [str(Path(s).expanduser().resolve()) for s in sources or ()]
-    roots = known or list(manifest.get("sources", []))
-    if not roots:
-        msg = "this index tracks no source files (built from documents); pass sources"
-        raise ConfigError(msg)
-    n = len(index.shards)
-    files = [str(f) for f in expand_sources(roots)]
-    prints = {f: fingerprint(Path(f)) for f in files}
-    old: dict[str, Any] = manifest.get("fingerprints", {})
-    stale = {f for f in files if old.get(f) != prints[f]}
-    removed = sorted(set(old) - set(prints))
-    touched = {shard_of(f, n) for f in [*stale, *removed]}
-    by_shard: list[list[str]] = [[] for _ in range(n)]
-    for f in files:
-        by_shard[shard_of(f, n)].append(f)
-    blob = index.settings.model_dump(mode="json")
-    old_failures = [f for f in index.failures if f.path in prints and f.path not in stale]
-    built = []
-    for shard in index.shards:
-        s = shard.number
-        work = ShardWork(str(index.path), s, blob, files=by_shard[s])
-        kept_failures = [f for f in old_failures if shard_of(f.path, n) == s]
-        if s in touched:
-            built.append(_rebuild(work, shard.state, stale, index, kept_failures))
-        else:
-            built.append(
-                _unchanged(work, shard, kept_failures, {f: prints[f] for f in by_shard[s]})
-            )
-    units = [(f, shard_of(f, n)) for f in files]
-    tracked = {"sources": roots, "meta": index.meta}
-    fresh = _finish(index.path, index.settings, built, units, tracked, index._base_embedder)
-    index.state, index.shards, index.version_dir = fresh.state, fresh.shards, fresh.version_dir
-    new_failures = [f for b in built for f in b.failures if f.path in stale]
-    return UpdateReport(
-        added=[f for f in files if f not in old],
-        changed=sorted(f for f in stale if f in old),
-        removed=removed,
-        unchanged=len(files) - len(stale),
-        failures=sorted(new_failures, key=lambda f: f.path),
-    )
-
-
-def _rebuild(
-    work: ShardWork,
-    state: Any,
-    stale: set[str],
-    index: ShardedIndex,
-    kept_failures: list[FileError],
-) -> BuiltShard:
-    """A new version of a shard: its stale files parsed again, the others' chunks kept."""
-    settings = index.settings
-    again = [f for f in work.files if f in stale]
-    parsed, failures = parse_files([Path(f) for f in again], show_progress=False)
-    old: dict[str, list[Chunk]] = {}
-    for chunk in state.chunks if state is not None else []:
-        old.setdefault(chunk.source, []).append(chunk)
-    units = [
-        _chunk_units([parsed.get(f, [])], settings)[0] if f in stale else old.get(f, [])
-        for f in work.files
-    ]
-    prints = {f: fingerprint(Path(f)) for f in work.files}
-    everything = sorted(kept_failures + failures, key=lambda f: f.path)
-    return _commit_shard(work, units, index._base_embedder, everything, prints)
-
-
-def _unchanged(
-    work: ShardWork, shard: Any, failures: list[FileError], prints: dict[str, Any]
-) -> BuiltShard:
-    """An untouched shard: its version and, read from disk, its own counts."""
-    counts_of: Callable[[], ShardCounts | None] = lambda: None  # noqa: E731
-    if shard.version is not None and shard.state is not None and shard.state.bm25 is not None:
-        directory = shard.path / VERSIONS / shard.version / "bm25"
-        local = BM25Index.load(directory, mmap=True)
-        counts_of = lambda: ShardCounts.of(local, np.arange(local.n_rows))  # noqa: E731
-    per_file: dict[str, int] = {}
-    for chunk in shard.state.chunks if shard.state is not None else []:
-        per_file[chunk.source] = per_file.get(chunk.source, 0) + 1
-    units = [per_file.get(f, 0) for f in work.files]
-    return BuiltShard(work.number, shard.version, units, counts_of(), failures, prints)

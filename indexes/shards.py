@@ -35,7 +35,7 @@ Shards are searched concurrently: by a thread per shard in this process, or by R
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -179,24 +179,29 @@ class ShardSearch(Protocol):
 
 
 class ThreadSearch:
-    """Searches the shards held in this process, one thread per shard."""
+    """Searches the shards held in this process.
+
+    BM25 shards are searched in a thread each (numpy releases the GIL in the gathers and
+    sums). Vector shards are scanned one after another in the calling thread: each scan is a
+    BLAS product that BLAS already spreads over the cores, and Python threads on top of it
+    oversubscribe them (``eval/bench_shards.py`` measured 4 threaded flat scans at several
+    times the cost of 4 sequential ones).
+    """
 
     def __init__(self, shards: Sequence[Shard]) -> None:
         self.states = [s.state for s in shards if s.state is not None]
         self._pool = ThreadPoolExecutor(max(1, len(self.states)), thread_name_prefix="shard")
 
-    def _each(
-        self, call: Callable[[IndexState, Mask | None], Ranking], masks: Sequence[Any]
-    ) -> list[Ranking]:
-        if len(self.states) == 1:
-            return [call(self.states[0], masks[0])]
-        return list(self._pool.map(call, self.states, masks))
-
     def keyword(self, query: str, k: int, masks: Sequence[Mask | None]) -> list[Ranking]:
-        return self._each(lambda s, m: s.keyword_ranking(query, k, m), masks)
+        def one(state: IndexState, mask: Mask | None) -> Ranking:
+            return state.keyword_ranking(query, k, mask)
+
+        if len(self.states) == 1:
+            return [one(self.states[0], masks[0])]
+        return list(self._pool.map(one, self.states, masks))
 
     def vector(self, query: npt.ArrayLike, k: int, masks: Sequence[Mask | None]) -> list[Ranking]:
-        return self._each(lambda s, m: s.vector_ranking(query, k, m), masks)
+        return [s.vector_ranking(query, k, m) for s, m in zip(self.states, masks, strict=True)]
 
 
 class _Merged:
@@ -339,8 +344,8 @@ class ShardedIndex(Index):
         self, sources: Sequence[str | Path] | None = None, *, show_progress: bool | None = None
     ) -> Any:
         """Bring the index up to date, rewriting only the shards whose files changed; see
-        :func:`indexes.shard_writer.update_sharded`."""
-        from ragtools.indexes.shard_writer import update_sharded
+        :func:`indexes.shard_update.update_sharded`."""
+        from ragtools.indexes.shard_update import update_sharded
 
         return update_sharded(self, sources, show_progress=show_progress)
 
