@@ -118,6 +118,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         transport="http" if args.http else "stdio",
         host=args.host,
         port=args.port,
+        ray=args.ray,
     )
     return 0
 
@@ -196,6 +197,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="loopback address for --http")
     serve.add_argument("--port", type=int, default=8765, help="port for --http")
+    serve.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="serve sharded indexes from Ray actors (on ADDRESS, or a local cluster)",
+    )
     serve.set_defaults(func=_cmd_serve)
     return parser
 
