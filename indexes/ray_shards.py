@@ -33,7 +33,7 @@ from ragtools.indexes._bm25_global import GlobalStats
 from ragtools.indexes._persist import read_json
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.ranking import Mask, Ranking
-from ragtools.indexes.shards import GLOBAL_BM25, ShardedIndex, open_shard
+from ragtools.indexes.shards import GLOBAL_BM25, GlobalScoring, ShardedIndex, open_shard
 from ragtools.parsers.errors import MissingDependencyError
 
 if TYPE_CHECKING:
@@ -85,10 +85,10 @@ class ShardActor:
     """
 
     def __init__(self, path: str, version: str, stats_file: str | None) -> None:
-        stats = None
+        scoring = None
         if stats_file is not None:
-            stats = GlobalStats.from_json(read_json(stats_file), stats_file)
-        self.state = open_shard(Path(path), version, stats)
+            scoring = GlobalScoring(GlobalStats.from_json(read_json(stats_file), stats_file))
+        self.state = open_shard(Path(path), version, scoring)
 
     def keyword(self, query: str, k: int, mask: Mask | None) -> tuple[np.ndarray, np.ndarray]:
         """BM25 top ``k`` of this shard: (rows, scores)."""

@@ -110,10 +110,11 @@ def _drop_orphans(path: Path, pinned: str | None) -> None:
     """Delete shard versions newer than the live one: left by a build or update that
     stopped before its top version. Otherwise the shard's next version would make the
     collector (which keeps the newest two) delete the version the live top still names."""
-    if pinned is None or not (path / VERSIONS).is_dir():
+    if pinned is None or not pinned[2:].isdigit() or not (path / VERSIONS).is_dir():
         return
     for entry in (path / VERSIONS).iterdir():
-        if entry.name.startswith("v-") and entry.name > pinned:
+        number = entry.name[2:]
+        if entry.name.startswith("v-") and number.isdigit() and int(number) > int(pinned[2:]):
             shutil.rmtree(entry, ignore_errors=True)
 
 

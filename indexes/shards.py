@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -57,11 +57,15 @@ from ragtools.indexes.windows import WindowedVectorIndex
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import IndexLoadError
 
+if TYPE_CHECKING:
+    from ragtools.indexes.writer import UpdateReport
+
 __all__ = [
     "GLOBAL_BM25",
     "SHARDED_FORMAT",
     "SHARDED_FORMAT_VERSION",
     "SHARDS_MANIFEST",
+    "GlobalScoring",
     "Shard",
     "ShardSearch",
     "ShardedIndex",
@@ -126,10 +130,27 @@ class Shard:
     global_rows: Rows
 
 
+class GlobalScoring:
+    """The global statistics with what every shard's BM25 shares: the vocabulary (one
+    dict for all shards of a process) and the idf, built once per variant."""
+
+    def __init__(self, stats: GlobalStats) -> None:
+        self.stats = stats
+        self.vocab = Vocabulary(stats.terms)
+        self._idf: dict[tuple[str, float], tuple[np.ndarray, bool, int]] = {}
+
+    def apply(self, bm25: BM25Index, where: Path) -> BM25Index:
+        """``bm25`` scoring with the global statistics."""
+        key = (bm25.variant, bm25.epsilon)
+        if key not in self._idf:
+            self._idf[key] = self.stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
+        return with_global_stats(bm25, self.stats, self.vocab, self._idf[key], where=where)
+
+
 def open_shard(
-    path: Path, version: str, stats: GlobalStats | None, *, mmap: bool = True
+    path: Path, version: str, scoring: GlobalScoring | None, *, mmap: bool = True
 ) -> IndexState:
-    """Load one version of a shard, its BM25 scoring with ``stats``.
+    """Load one version of a shard, its BM25 scoring with the global statistics.
 
     Raises:
         IndexLoadError: a missing or damaged file of the shard (named).
@@ -137,33 +158,15 @@ def open_shard(
     directory = path / VERSIONS / version
     with reading(path):
         if not directory.is_dir():
-            raise IndexLoadError(
-                directory, "the shard version named by the top manifest is missing"
-            )
+            msg = "the shard version named by the top manifest is missing"
+            raise IndexLoadError(directory, msg)
         try:
             state = load_state(directory, mmap=mmap)
         except OSError as exc:
             raise IndexLoadError(directory, f"unreadable ({exc})") from exc
-    if state.bm25 is None or stats is None:
+    if state.bm25 is None or scoring is None:
         return state
-    return replace(state, bm25=_global_bm25(state.bm25, stats, directory))
-
-
-_VOCABS: dict[int, tuple[GlobalStats, Vocabulary, dict[tuple[Any, float], Any]]] = {}
-
-
-def _global_bm25(bm25: BM25Index, stats: GlobalStats, where: Path) -> BM25Index:
-    """``bm25`` scoring with ``stats``; the vocabulary and idf are built once per ``stats``."""
-    held = _VOCABS.get(id(stats))
-    if held is None or held[0] is not stats:
-        held = (stats, Vocabulary(stats.terms), {})
-        _VOCABS.clear()  # one set of statistics at a time: the one being opened
-        _VOCABS[id(stats)] = held
-    _, vocab, idfs = held
-    key = (bm25.variant, bm25.epsilon)
-    if key not in idfs:
-        idfs[key] = stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
-    return with_global_stats(bm25, stats, vocab, idfs[key], where=where)
+    return replace(state, bm25=scoring.apply(state.bm25, directory))
 
 
 class ShardSearch(Protocol):
@@ -296,17 +299,16 @@ def read_sharded(root: Path, directory: Path, *, mmap: bool) -> tuple[IndexState
     try:
         settings = IndexSettings.model_validate(manifest["settings"])
         entries = list(manifest["shards"])
-        stats = None
+        scoring = None
         if settings.keyword:
-            stats = GlobalStats.from_json(
-                read_json(directory / GLOBAL_BM25), directory / GLOBAL_BM25
-            )
+            stats_file = directory / GLOBAL_BM25
+            scoring = GlobalScoring(GlobalStats.from_json(read_json(stats_file), stats_file))
         shards = []
         for number, entry in enumerate(entries):
             path = shard_dir(root, number)
             version = entry["version"]
             rows = rows_of(entry["rows"])
-            state = None if version is None else open_shard(path, version, stats, mmap=mmap)
+            state = None if version is None else open_shard(path, version, scoring, mmap=mmap)
             held = 0 if state is None else len(state.chunks)
             if len(rows) != held:
                 msg = f"shard {number} has {held} chunks, the top manifest says {len(rows)}"
@@ -342,7 +344,7 @@ class ShardedIndex(Index):
 
     def update(
         self, sources: Sequence[str | Path] | None = None, *, show_progress: bool | None = None
-    ) -> Any:
+    ) -> UpdateReport:
         """Bring the index up to date, rewriting only the shards whose files changed; see
         :func:`indexes.shard_update.update_sharded`."""
         from ragtools.indexes.shard_update import update_sharded
