@@ -185,3 +185,28 @@ def test_failed_update_keeps_the_previous_index(tmp_path: Path) -> None:
     assert np.array_equal(
         [c.id for c in sharded.chunks], ids
     )  # the in-memory index is unchanged too
+
+
+def test_empty_shards_and_failed_files(tmp_path: Path) -> None:
+    """More shards than files: empty shards hold no bundle; an update that empties a shard
+    or fills an empty one, and a file that fails to parse, still give one index's results."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("alpha particles are helium nuclei", "utf-8")
+    (src / "b.txt").write_text("beta decay emits an electron", "utf-8")
+    (src / "broken.pdf").write_bytes(b"%PDF-1.4\n% nothing else\n")
+    embedder = FakeEmbedder(dim=16)
+    root = tmp_path / "many"
+    sharded = Index.build([src], root, shards=6, embedder=embedder)
+    assert isinstance(sharded, ShardedIndex)
+    assert sum(s.state is None for s in sharded.shards) >= 3
+    assert [f.path for f in sharded.failures] == [str(src / "broken.pdf")]
+    (src / "a.txt").unlink()
+    for i in range(5):
+        (src / f"new-{i}.txt").write_text(f"gamma rays photons number {i}", "utf-8")
+    report = sharded.update()
+    assert report.removed == [str(src / "a.txt")] and len(report.added) == 5
+    single = Index.build([src], tmp_path / "one", embedder=embedder)
+    assert [f.path for f in sharded.failures] == [f.path for f in single.failures]
+    assert_same_results(single, sharded)
+    assert_same_results(single, Index.open(root, embedder=embedder))
