@@ -342,14 +342,16 @@ def compute_weights(
     b: float,
     epsilon: float,
     delta: float,
+    global_idf: tuple[np.ndarray, bool, int] | None = None,
 ) -> Weights:
     """idf per term and the score of every posting, with rank-bm25's formulas.
 
     ``postings`` must hold live rows only (see :func:`compact_postings`), so document
     frequencies are ``diff(indptr)`` and terms without postings are out of the vocabulary
-    (idf 0), exactly as in a fresh build on the surviving rows.
+    (idf 0), exactly as in a fresh build on the surviving rows. A shard passes the
+    :func:`compute_idf` of the whole corpus as ``global_idf`` (see :mod:`indexes._bm25_global`).
     """
-    idf, positive, n_negative = compute_idf(
+    idf, positive, n_negative = global_idf or compute_idf(
         postings.indptr, n_live, variant=variant, epsilon=epsilon
     )
     if n_negative:

@@ -103,15 +103,29 @@ class Index:
     # ----------------------------------------------------------------- entry points
     @classmethod
     def build(cls, sources: Sequence[str | Path], path: str | Path, **options: Any) -> Index:
-        """Parse, split and index ``sources``; see :meth:`IndexWriter.build`."""
+        """Parse, split and index ``sources``; see :meth:`IndexWriter.build` (with
+        ``shards=N``: :func:`~indexes.shard_writer.build_sharded`)."""
         from ragtools.indexes.writer import IndexWriter
+
+        shards = options.pop("shards", None)
+        if shards is not None:
+            from ragtools.indexes.shard_writer import build_sharded
+
+            return build_sharded(sources, path, shards=shards, **options)
 
         return IndexWriter.build(sources, path, **options)
 
     @classmethod
     def from_documents(cls, documents: Any, path: str | Path, **options: Any) -> Index:
-        """Index already-parsed documents; see :meth:`IndexWriter.from_documents`."""
+        """Index already-parsed documents; see :meth:`IndexWriter.from_documents` (with
+        ``shards=N``: :func:`~indexes.shard_writer.documents_sharded`)."""
         from ragtools.indexes.writer import IndexWriter
+
+        shards = options.pop("shards", None)
+        if shards is not None:
+            from ragtools.indexes.shard_writer import documents_sharded
+
+            return documents_sharded(documents, path, shards=shards, **options)
 
         return IndexWriter.from_documents(documents, path, **options)
 
@@ -127,7 +141,8 @@ class Index:
     def open(
         cls, path: str | Path, *, mmap: bool = True, embedder: Embedder | None = None
     ) -> Index:
-        """Open the live version of an index, verifying its format and every checksum.
+        """Open the live version of an index, verifying its format and every checksum; a
+        sharded index opens as a :class:`~indexes.shards.ShardedIndex`.
 
         Args:
             path: the index directory.
@@ -141,6 +156,11 @@ class Index:
         root = Path(path)
         with reading(root):  # no version is garbage-collected while we load it
             directory = current_version(root)
+            if (directory / "shards.json").is_file():
+                from ragtools.indexes.shards import ShardedIndex, read_sharded
+
+                state, shards = read_sharded(root, directory, mmap=mmap)
+                return ShardedIndex(root, state, shards, version_dir=directory, embedder=embedder)
             try:
                 state = load_state(directory, mmap=mmap)
             except OSError as exc:

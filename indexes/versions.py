@@ -45,8 +45,9 @@ POINTER = "CURRENT"
 VERSIONS = "versions"
 _NAME = re.compile(r"^v-(\d{6,})$")
 _GC_LOCK = ".gc.lock"
-_OURS = {VERSIONS, "cache", ".lock", _GC_LOCK}
-"""Entries a half-built index may already hold (the embedding cache is written first)."""
+_OURS = {VERSIONS, "cache", "shards", ".lock", _GC_LOCK}
+"""Entries a half-built index may already hold (the embedding cache and a sharded index's
+shards are written first)."""
 
 
 def is_index_root(root: str | Path) -> bool:

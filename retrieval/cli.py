@@ -52,11 +52,19 @@ def _cmd_build(args: argparse.Namespace) -> int:
         options["chunk_overlap"] = args.chunk_overlap
     if args.model is not None:
         options["model"] = args.model
+    if args.shards is not None:
+        options["shards"] = args.shards
+    if args.ray is not None:
+        if args.shards is None:
+            msg = "--ray builds shards: give --shards N too"
+            raise ConfigError(msg)
+        options.update(engine="ray", address=args.ray or None)
     index = Index.build(args.sources, args.out, show_progress=None, **options)
     counts = index.manifest.get("counts", {})
+    in_shards = f" in {counts['shards']} shards" if "shards" in counts else ""
     print(
         f"built {args.out}: {counts.get('chunks')} chunks from {counts.get('files')} files"
-        f" ({counts.get('failures')} failed)"
+        f"{in_shards} ({counts.get('failures')} failed)"
     )
     for failure in index.failures:
         print(f"  skipped {failure.path}: {failure.message}", file=sys.stderr)
@@ -112,6 +120,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         transport="http" if args.http else "stdio",
         host=args.host,
         port=args.port,
+        ray=args.ray,
     )
     return 0
 
@@ -132,6 +141,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         max_queries=args.max_queries,
         model=args.model,
         depth=args.depth,
+        shards=args.shards,
     )
     print(render_markdown(report))
     print(f"wrote {args.out}/report.json, report.md, report.png and runs/ (runs, per-query)")
@@ -196,6 +206,15 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--chunk-overlap", type=int, default=None)
     build.add_argument("--model", default=None, help="sentence-transformers name or path")
     build.add_argument("--no-vector", action="store_true", help="build the BM25 half only")
+    build.add_argument("--shards", type=int, default=None, help="split the index into N shards")
+    build.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="build the shards as Ray tasks (on ADDRESS, or a local cluster); needs [ray]",
+    )
     build.set_defaults(func=_cmd_build)
 
     search = sub.add_parser("search", help="query an index")
@@ -230,6 +249,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--index", default=None, help="index directory (default OUT/index)")
     evaluate.add_argument("--max-queries", type=int, default=None)
     evaluate.add_argument("--model", default=None, help="sentence-transformers name or path")
+    evaluate.add_argument("--shards", type=int, default=None, help="index in N shards")
     evaluate.set_defaults(func=_cmd_eval)
 
     compare = sub.add_parser(
@@ -260,6 +280,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="loopback address for --http")
     serve.add_argument("--port", type=int, default=8765, help="port for --http")
+    serve.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="serve sharded indexes from Ray actors (on ADDRESS, or a local cluster)",
+    )
     serve.set_defaults(func=_cmd_serve)
     return parser
 

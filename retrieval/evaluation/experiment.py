@@ -80,8 +80,10 @@ def open_or_build(
     model: str | None = None,
     embedder: Embedder | None = None,
     show_progress: bool | None = None,
+    shards: int | None = None,
 ) -> Index:
-    """Open ``index_dir`` if it indexes this corpus with these settings, else (re)build it."""
+    """Open ``index_dir`` if it indexes this corpus with these settings (and as many
+    ``shards``; ``None``: one bundle), else (re)build it."""
     settings = IndexSettings(
         chunk_size=EVAL_CHUNK_SIZE, chunk_overlap=0, vector=vector, model=model
     )
@@ -90,7 +92,8 @@ def open_or_build(
     if is_index_root(index_dir):
         try:
             index = Index.open(index_dir, embedder=embedder)
-            if index.meta.get("corpus_fingerprint") == fingerprint:
+            same_shards = len(getattr(index, "shards", ())) == (shards or 0)
+            if index.meta.get("corpus_fingerprint") == fingerprint and same_shards:
                 logger.info("reusing index %s", index_dir)
                 return index
         except IndexLoadError as exc:
@@ -103,6 +106,7 @@ def open_or_build(
         embedder=embedder,
         show_progress=show_progress,
         meta={"corpus_fingerprint": fingerprint, "dataset": dataset.name},
+        shards=shards,
     )
     logger.info("indexed %d documents in %.1fs", len(index.chunks), time.perf_counter() - started)
     return index
@@ -143,6 +147,7 @@ def run_eval(
     depth: int = DEFAULT_DEPTH,
     show_progress: bool | None = None,
     hybrid_options: Mapping[str, Any] | None = None,
+    shards: int | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``retrievers`` on a BEIR dataset and write the report into ``out``.
 
@@ -184,6 +189,7 @@ def run_eval(
         vector=bool(_NEEDS_VECTOR & set(names)),
         model=model,
         show_progress=show_progress,
+        shards=shards,
     )
     seconds: dict[str, Any] = {"index": time.perf_counter() - clock, "retrieve": {}, "score": 0.0}
     cutoffs = [k for k in DEFAULT_K_VALUES if k <= depth]

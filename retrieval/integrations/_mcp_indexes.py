@@ -103,10 +103,13 @@ def open_all(
     *,
     k: int,
     reserved: str,
+    ray: str | None = None,
 ) -> list[Served]:
     """Open every index once and make its retriever tool (``k`` hits a call).
 
-    ``reserved`` is the tool name no index may take (the server's listing tool).
+    ``reserved`` is the tool name no index may take (the server's listing tool); with
+    ``ray`` (an address, ``""`` for a local cluster) sharded indexes are served from Ray
+    actors (:func:`indexes.ray_shards.serve_on_ray`).
     """
     from ragtools.indexes.bundle import Index
     from ragtools.retrieval.hybrid import HybridRetriever
@@ -127,6 +130,8 @@ def open_all(
     served = []
     for i, (path, name) in enumerate(zip(paths, tool_names, strict=True)):
         index = Index.open(path)
+        if ray is not None:
+            _serve_on_ray(index, ray)
         if index.vector is not None:  # load the model now: a slow or failing first call is worse
             index.embedder.embed_query("warm-up")
         retriever = HybridRetriever.from_index(index, k=k)
@@ -135,6 +140,16 @@ def open_all(
         served.append(Served(name, description, _json_safe(index.info()), tool))
         logger.info("serving %s as tool %r (%d chunks)", path, name, len(index))
     return served
+
+
+def _serve_on_ray(index: Any, address: str) -> None:
+    from ragtools.indexes.ray_shards import serve_on_ray
+    from ragtools.indexes.shards import ShardedIndex
+
+    if not isinstance(index, ShardedIndex):
+        msg = f"{index.path}: --ray serves the shards of a sharded index (rag build --shards N)"
+        raise ConfigError(msg)
+    serve_on_ray(index, address or None)
 
 
 def _json_safe(value: dict[str, Any]) -> dict[str, Any]:

@@ -234,6 +234,7 @@ def build_server(
     *,
     names: Sequence[str] | None = None,
     descriptions: Sequence[str] | None = None,
+    ray: str | None = None,
 ) -> Server[Any]:
     """Open the indexes and return an MCP low-level ``mcp.server.Server`` serving them.
 
@@ -243,6 +244,8 @@ def build_server(
             ``search_<dirname>``); 1-64 characters of ``[A-Za-z0-9_-]``.
         descriptions: tool descriptions, matched in order (default: one naming the index,
             its source files and counts).
+        ray: serve sharded indexes from Ray actors, on this cluster address (``""``: the
+            cluster this process joined, or a new local one); ``None``: in-process.
 
     Returns:
         The SDK server; run it with a transport (as :func:`serve` does), or connect to it
@@ -261,7 +264,9 @@ def build_server(
     from importlib.metadata import PackageNotFoundError, version
 
     with contextlib.redirect_stdout(sys.stderr):  # stdout may be the stdio wire
-        entries = open_all(index_paths, names, descriptions, k=DEFAULT_K, reserved=LIST_TOOL)
+        entries = open_all(
+            index_paths, names, descriptions, k=DEFAULT_K, reserved=LIST_TOOL, ray=ray
+        )
     try:
         package_version = version("ragtools")
     except PackageNotFoundError:
@@ -303,6 +308,7 @@ def serve(
     transport: Literal["stdio", "http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8765,
+    ray: str | None = None,
 ) -> None:
     """Serve the indexes over MCP until the client disconnects (stdio) or interrupted (http).
 
@@ -314,6 +320,7 @@ def serve(
             or ``"http"`` (Streamable HTTP at ``http://host:port/mcp``).
         host: loopback address for ``"http"``.
         port: TCP port for ``"http"``.
+        ray: see :func:`build_server`.
 
     Raises:
         ConfigError: an unknown transport, a non-loopback host, a bad port, or any
@@ -325,7 +332,7 @@ def serve(
         raise ConfigError(msg)
     if transport == "http":
         http_url(host, port)
-    server = build_server(index_paths, names=names, descriptions=descriptions)
+    server = build_server(index_paths, names=names, descriptions=descriptions, ray=ray)
     if transport == "stdio":
         _run_stdio(server)
     else:

@@ -23,10 +23,13 @@ import sys
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
 idx, a, b, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+shards = {"shards": int(sys.argv[5])} if len(sys.argv) > 5 else {}
 for i in range(rounds):
     src = a if i % 2 else b
     if i % 3 == 0:
-        Index.build([src], idx, embedder=FakeEmbedder(dim=32), chunk_size=120, chunk_overlap=10)
+        Index.build(
+            [src], idx, embedder=FakeEmbedder(dim=32), chunk_size=120, chunk_overlap=10, **shards
+        )
     else:
         Index.open(idx, embedder=FakeEmbedder(dim=32)).update([src])
     print("saved", i, flush=True)
@@ -46,10 +49,13 @@ def _texts(index: Index) -> frozenset[str]:
     return frozenset(c.text for c in index.chunks)
 
 
-def _writer(idx: Path, a: Path, b: Path, rounds: int) -> subprocess.Popen[bytes]:
+def _writer(
+    idx: Path, a: Path, b: Path, rounds: int, *, shards: int | None = None
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    sharded = [] if shards is None else [str(shards)]
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(idx), str(a), str(b), str(rounds)],
+        [sys.executable, "-c", WRITER, str(idx), str(a), str(b), str(rounds), *sharded],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

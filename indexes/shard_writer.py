@@ -1,0 +1,317 @@
+"""Build and update sharded indexes: shard by shard, then the global statistics, then the top.
+
+A build assigns each file to a shard by a hash of its path (documents given directly, by a
+hash of their id), then builds the shards one after another (peak memory: one shard's, plus
+the global vocabulary) or as Ray tasks (:mod:`indexes.ray_shards`), each an ordinary bundle
+written by :class:`~indexes.writer.IndexWriter`. Then the driver merges every shard's counts
+into the global BM25 statistics and writes the top version (:mod:`indexes.shards`), which
+makes the new shard versions live together.
+
+Updates are :mod:`indexes.shard_update`. Until the top version is written, the previous top
+version, and the shard versions it names, stay live.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragtools.indexes._bm25_global import GlobalStats, ShardCounts
+from ragtools.indexes._persist import read_json, write_json, write_manifest
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.embed import Embedder
+from ragtools.indexes.settings import IndexSettings
+from ragtools.indexes.shards import (
+    GLOBAL_BM25,
+    SHARDED_FORMAT,
+    SHARDED_FORMAT_VERSION,
+    SHARDS_MANIFEST,
+    ShardedIndex,
+    is_sharded,
+    runs_of,
+    shard_dir,
+    shard_of,
+)
+from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
+from ragtools.indexes.versions import VERSIONS, current_version, is_index_root, write_version
+from ragtools.indexes.writer import IndexWriter, _empty, _package_version
+from ragtools.parsers import Chunk, Document, FileError, split
+from ragtools.parsers.errors import ConfigError
+
+__all__ = ["ShardWork", "build_shard", "build_sharded", "documents_sharded", "pinned_versions"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ShardWork:
+    """One shard's part of a build: its files (parsed by the worker) or its documents."""
+
+    root: str
+    number: int
+    settings: dict[str, Any]
+    files: list[str] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)
+    pinned: str | None = None  # the shard version the live top version names
+
+
+@dataclass(frozen=True)
+class BuiltShard:
+    """What a shard build returns to the driver: all it needs to merge, not the shard."""
+
+    number: int
+    version: str | None
+    unit_chunks: list[int]  # chunks of each file / document, in the shard's order
+    counts: ShardCounts | None  # first rows are the shard's own
+    failures: list[FileError]
+    fingerprints: dict[str, Any]
+
+
+def chunk_units(units: Sequence[Sequence[Document]], settings: IndexSettings) -> list[list[Chunk]]:
+    return [
+        split(docs, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
+        if docs else []
+        for docs in units
+    ]  # fmt: skip
+
+
+def commit_shard(
+    work: ShardWork,
+    units: list[list[Chunk]],
+    embedder: Embedder | None,
+    failures: list[FileError],
+    prints: dict[str, Any],
+) -> BuiltShard:
+    """Write a new version of one shard holding ``units``' chunks (none: the shard is empty)."""
+    chunks = [c for unit in units for c in unit]
+    path = shard_dir(work.root, work.number)
+    version = counts = None
+    _drop_orphans(path, work.pinned)
+    if chunks:
+        writer = IndexWriter(
+            _empty(path, IndexSettings.model_validate(work.settings), {}, embedder)
+        )
+        writer._commit(chunks, sources=list(prints), fingerprints=prints, failures=failures)
+        version = current_version(path).name
+        bm25 = writer.index.state.bm25
+        if bm25 is not None:
+            counts = ShardCounts.of(bm25, np.arange(len(chunks), dtype=np.int64))
+    return BuiltShard(work.number, version, [len(u) for u in units], counts, failures, prints)
+
+
+def _drop_orphans(path: Path, pinned: str | None) -> None:
+    """Delete shard versions newer than the live one: left by a build or update that
+    stopped before its top version. Otherwise the shard's next version would make the
+    collector (which keeps the newest two) delete the version the live top still names."""
+    if pinned is None or not pinned[2:].isdigit() or not (path / VERSIONS).is_dir():
+        return
+    for entry in (path / VERSIONS).iterdir():
+        number = entry.name[2:]
+        if entry.name.startswith("v-") and number.isdigit() and int(number) > int(pinned[2:]):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def pinned_versions(root: str | Path) -> list[str | None]:
+    """The shard versions the live top version of ``root`` names (none: not sharded)."""
+    if not is_index_root(root) or not is_sharded(current_version(root)):
+        return []
+    data = read_json(current_version(root) / SHARDS_MANIFEST)
+    return [entry.get("version") for entry in data.get("shards", [])]
+
+
+def build_shard(work: ShardWork, embedder: Embedder | None = None) -> BuiltShard:
+    """Parse (files), split, index and write one shard: the unit of work of a build, run in
+    this process or as a Ray task."""
+    settings = IndexSettings.model_validate(work.settings)
+    if work.files:
+        paths = [Path(f) for f in work.files]
+        by_file, failures = parse_files(paths, show_progress=False)
+        units = chunk_units([by_file.get(f, []) for f in work.files], settings)
+        prints = {f: fingerprint(p) for f, p in zip(work.files, paths, strict=True)}
+        return commit_shard(work, units, embedder, failures, prints)
+    units = chunk_units([[d] for d in work.documents], settings)
+    return commit_shard(work, units, embedder, [], {})
+
+
+def _run(
+    works: Sequence[ShardWork], embedder: Embedder | None, engine: str, address: str | None
+) -> list[BuiltShard]:
+    if engine == "ray":
+        from ragtools.indexes.ray_shards import build_on_ray
+
+        return build_on_ray(works, embedder, address)
+    if engine != "local":
+        msg = f"unknown engine {engine!r}; use 'local' or 'ray'"
+        raise ConfigError(msg)
+    return [build_shard(work, embedder) for work in works]
+
+
+def _settings(
+    path: str | Path, settings: IndexSettings | None, overrides: dict[str, Any]
+) -> IndexSettings:
+    return _empty(path, settings, overrides, None).settings
+
+
+def _check_shards(shards: object) -> int:
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        msg = f"shards must be a positive integer, got {shards!r}"
+        raise ConfigError(msg)
+    return shards
+
+
+def build_sharded(
+    sources: Sequence[str | Path],
+    path: str | Path,
+    *,
+    shards: int,
+    settings: IndexSettings | None = None,
+    embedder: Embedder | None = None,
+    show_progress: bool | None = None,
+    engine: str = "local",
+    address: str | None = None,
+    **overrides: Any,
+) -> ShardedIndex:
+    """Build a sharded index of ``sources``; the options are :meth:`IndexWriter.build`'s.
+
+    Args:
+        shards: the number of shards (``>= 1``).
+        engine: ``"local"`` builds the shards one after another in this process; ``"ray"``
+            builds them as Ray tasks (on ``address``, or a local cluster).
+    """
+    del show_progress  # shards parse quietly; the log says what was built
+    started = time.perf_counter()
+    n = _check_shards(shards)
+    resolved = _settings(path, settings, overrides)
+    roots = [str(Path(s).expanduser().resolve()) for s in sources]
+    files = [str(f) for f in expand_sources(roots)]
+    by_shard: list[list[str]] = [[] for _ in range(n)]
+    for f in files:
+        by_shard[shard_of(f, n)].append(f)
+    blob = resolved.model_dump(mode="json")
+    pins = _pins(path, n)
+    works = [ShardWork(str(path), s, blob, files=by_shard[s], pinned=pins[s]) for s in range(n)]
+    built = _run(works, embedder, engine, address)
+    units = [(f, shard_of(f, n)) for f in files]
+    index = finish(path, resolved, built, units, {"sources": roots, "meta": {}}, embedder)
+    logger.info(
+        "built %s: %d shards, %d files, %d chunks in %.1fs",
+        path, n, len(files), len(index.chunks), time.perf_counter() - started,
+    )  # fmt: skip
+    return index
+
+
+def documents_sharded(
+    documents: Iterable[Document],
+    path: str | Path,
+    *,
+    shards: int,
+    settings: IndexSettings | None = None,
+    embedder: Embedder | None = None,
+    show_progress: bool | None = None,
+    meta: dict[str, Any] | None = None,
+    engine: str = "local",
+    address: str | None = None,
+    **overrides: Any,
+) -> ShardedIndex:
+    """Index already-parsed documents in shards (by a hash of each document's id)."""
+    del show_progress
+    n = _check_shards(shards)
+    resolved = _settings(path, settings, overrides)
+    docs = list(documents)
+    by_shard: list[list[Document]] = [[] for _ in range(n)]
+    units = [(d.id, shard_of(d.id, n)) for d in docs]
+    for doc, (_, s) in zip(docs, units, strict=True):
+        by_shard[s].append(doc)
+    blob = resolved.model_dump(mode="json")
+    pins = _pins(path, n)
+    works = [ShardWork(str(path), s, blob, documents=by_shard[s], pinned=pins[s]) for s in range(n)]
+    built = _run(works, embedder, engine, address)
+    return finish(path, resolved, built, units, {"sources": [], "meta": dict(meta or {})}, embedder)
+
+
+def _pins(path: str | Path, n: int) -> list[str | None]:
+    pinned = pinned_versions(path)
+    return [pinned[s] if s < len(pinned) else None for s in range(n)]
+
+
+def _place(units: Sequence[tuple[str, int]], built: Sequence[BuiltShard]) -> list[np.ndarray]:
+    """Global rows of every shard's chunks: units in global order, each shard's in its own."""
+    taken = [iter(b.unit_chunks) for b in built]
+    rows: list[list[np.ndarray]] = [[] for _ in built]
+    start = 0
+    for _, s in units:
+        count = next(taken[s])
+        rows[s].append(np.arange(start, start + count, dtype=np.int64))
+        start += count
+    return [np.concatenate(r) if r else np.zeros(0, np.int64) for r in rows]
+
+
+def finish(
+    path: str | Path,
+    settings: IndexSettings,
+    built: Sequence[BuiltShard],
+    units: Sequence[tuple[str, int]],
+    tracked: dict[str, Any],
+    embedder: Embedder | None,
+) -> ShardedIndex:
+    """Merge the statistics and write the top version that makes ``built`` live together."""
+    placed = _place(units, built)
+    if not any(len(r) for r in placed):
+        msg = f"{path}: no text to index (all sources empty, unreadable or without text)"
+        raise ConfigError(msg)
+    counts = [
+        replace(b.counts, first_row=rows[b.counts.first_row])
+        for b, rows in zip(built, placed, strict=True)
+        if b.counts is not None
+    ]
+    stats = GlobalStats.merge(counts) if settings.keyword else None
+    failures = sorted((f for b in built for f in b.failures), key=lambda f: f.path)
+    prints = {k: v for b in built for k, v in b.fingerprints.items()}
+    embedder_info = None
+    for b in built:  # every shard has the same embedder: the first one's manifest says which
+        if b.version is not None:
+            bundle = shard_dir(path, b.number) / VERSIONS / b.version / "manifest.json"
+            embedder_info = read_json(bundle).get("embedder")
+            break
+    data = {
+        "package_version": _package_version(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "settings": settings.model_dump(mode="json"),
+        "shards": [
+            {"version": b.version, "rows": runs_of(rows)}
+            for b, rows in zip(built, placed, strict=True)
+        ],
+        "embedder": embedder_info,
+        "counts": {
+            "chunks": int(sum(len(r) for r in placed)),
+            "shards": len(built),
+            "files": len(prints),
+            "failures": len(failures),
+        },
+        "sources": tracked["sources"],
+        "fingerprints": dict(sorted(prints.items())),
+        "failures": [vars(f) for f in failures],
+        "meta": tracked["meta"],
+    }
+
+    def write(directory: Path) -> None:
+        files = []
+        if stats is not None:
+            write_json(directory / GLOBAL_BM25, stats.to_json())
+            files.append(GLOBAL_BM25)
+        write_manifest(
+            directory, SHARDS_MANIFEST, fmt=SHARDED_FORMAT, version=SHARDED_FORMAT_VERSION,
+            files=files, data=data, sealed=True,
+        )  # fmt: skip
+
+    write_version(path, write)
+    opened = Index.open(path, embedder=embedder)
+    assert isinstance(opened, ShardedIndex)
+    return opened

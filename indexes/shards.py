@@ -1,0 +1,365 @@
+"""Sharded indexes: N ordinary bundles plus a top manifest with the global BM25 statistics.
+
+Layout on disk::
+
+    INDEX/
+      CURRENT, versions/v-N/   top versions, written and switched like any version
+                               (:mod:`indexes.versions`); each holds
+        shards.json            the sealed top manifest: settings, every shard's directory,
+                               the version of it this top version uses, and its rows
+        global_bm25.json       the global statistics (:class:`~indexes._bm25_global.GlobalStats`)
+      shards/shard-000/        an ordinary index bundle, with its own versions
+      cache/embeddings/        the query embedding cache
+
+A top version names the shard versions it was built with, so an update that stops half-way
+(shards rewritten, top manifest not yet switched) leaves the previous top version, and the
+shard versions it names, live and complete. A damaged shard raises
+:class:`~parsers.errors.IndexLoadError` naming the shard's file.
+
+**Exactly one index.** Searches return what one index over the same sources returns, the
+same chunk ids in the same order with the same scores:
+
+* every shard scores BM25 with the global statistics (:mod:`indexes._bm25_global`), so its
+  scores are the single index's, bit for bit;
+* vectors are searched per shard (flat: exact) and give the same scores;
+* rows are numbered as one index numbers them (files in sorted order, documents in the order
+  given), each shard's rows being a subsequence, stored as runs (``[first, count]``) in the
+  top manifest. The merge keeps the ``k`` best by score, ties by that global row: the rule of
+  :class:`~indexes.ranking.Ranking` in a single index.
+
+Shards are searched concurrently: by a thread per shard in this process, or by Ray actors
+(:mod:`indexes.ray_shards`). Files go to shards by a hash of their path
+(:func:`shard_of`), documents given directly by a hash of their id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from ragtools.indexes._bm25_global import GlobalStats, with_global_stats
+from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes._persist import read_json, read_manifest
+from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.bundle import Index, IndexState, load_state
+from ragtools.indexes.embed import Embedder
+from ragtools.indexes.ranking import Mask, Ranking
+from ragtools.indexes.settings import IndexSettings
+from ragtools.indexes.versions import VERSIONS, reading
+from ragtools.indexes.windows import WindowedVectorIndex
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import IndexLoadError
+
+if TYPE_CHECKING:
+    from ragtools.indexes.writer import UpdateReport
+
+__all__ = [
+    "GLOBAL_BM25",
+    "SHARDED_FORMAT",
+    "SHARDED_FORMAT_VERSION",
+    "SHARDS_MANIFEST",
+    "GlobalScoring",
+    "Shard",
+    "ShardSearch",
+    "ShardedIndex",
+    "is_sharded",
+    "open_shard",
+    "rows_of",
+    "runs_of",
+    "shard_dir",
+    "shard_of",
+]
+
+SHARDS_MANIFEST = "shards.json"
+GLOBAL_BM25 = "global_bm25.json"
+SHARDED_FORMAT = "ragtools-sharded-index"
+SHARDED_FORMAT_VERSION = 1
+
+Rows = npt.NDArray[np.int64]
+
+
+def shard_of(key: str, n_shards: int) -> int:
+    """The shard of a file path or document id: BLAKE2b, the same in every process."""
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % n_shards
+
+
+def shard_dir(root: str | Path, number: int) -> Path:
+    """The bundle directory of shard ``number``."""
+    return Path(root) / "shards" / f"shard-{number:03d}"
+
+
+def is_sharded(version_dir: Path) -> bool:
+    """True when a top version directory holds a sharded index."""
+    return (version_dir / SHARDS_MANIFEST).is_file()
+
+
+def runs_of(rows: Rows) -> list[list[int]]:
+    """Ascending global rows as ``[first, count]`` runs (compact in JSON)."""
+    if len(rows) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.r_[0, breaks]
+    ends = np.r_[breaks, len(rows)]
+    return [[int(rows[s]), int(e - s)] for s, e in zip(starts, ends, strict=True)]
+
+
+def rows_of(runs: Sequence[Sequence[int]]) -> Rows:
+    """The global rows of :func:`runs_of`'s runs."""
+    if not runs:
+        return np.zeros(0, np.int64)
+    return np.concatenate([np.arange(a, a + n, dtype=np.int64) for a, n in runs])
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard as a search sees it: its state (``None`` when it holds no rows) and the
+    global row of each of its rows."""
+
+    number: int
+    path: Path
+    version: str | None
+    state: IndexState | None
+    global_rows: Rows
+
+
+class GlobalScoring:
+    """The global statistics with what every shard's BM25 shares: the vocabulary (one
+    dict for all shards of a process) and the idf, built once per variant."""
+
+    def __init__(self, stats: GlobalStats) -> None:
+        self.stats = stats
+        self.vocab = Vocabulary(stats.terms)
+        self._idf: dict[tuple[str, float], tuple[np.ndarray, bool, int]] = {}
+
+    def apply(self, bm25: BM25Index, where: Path) -> BM25Index:
+        """``bm25`` scoring with the global statistics."""
+        key = (bm25.variant, bm25.epsilon)
+        if key not in self._idf:
+            self._idf[key] = self.stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
+        return with_global_stats(bm25, self.stats, self.vocab, self._idf[key], where=where)
+
+
+def open_shard(
+    path: Path, version: str, scoring: GlobalScoring | None, *, mmap: bool = True
+) -> IndexState:
+    """Load one version of a shard, its BM25 scoring with the global statistics.
+
+    Raises:
+        IndexLoadError: a missing or damaged file of the shard (named).
+    """
+    directory = path / VERSIONS / version
+    with reading(path):
+        if not directory.is_dir():
+            msg = "the shard version named by the top manifest is missing"
+            raise IndexLoadError(directory, msg)
+        try:
+            state = load_state(directory, mmap=mmap)
+        except OSError as exc:
+            raise IndexLoadError(directory, f"unreadable ({exc})") from exc
+    if state.bm25 is None or scoring is None:
+        return state
+    return replace(state, bm25=scoring.apply(state.bm25, directory))
+
+
+class ShardSearch(Protocol):
+    """How the shards of an index are searched: each returns its own top ``k`` (its rows)."""
+
+    def keyword(self, query: str, k: int, masks: Sequence[Mask | None]) -> list[Ranking]:
+        """BM25 top ``k`` of every non-empty shard, in shard order."""
+        ...
+
+    def vector(self, query: npt.ArrayLike, k: int, masks: Sequence[Mask | None]) -> list[Ranking]:
+        """Vector top ``k`` of every non-empty shard, in shard order."""
+        ...
+
+
+class ThreadSearch:
+    """Searches the shards held in this process.
+
+    BM25 shards are searched in a thread each (numpy releases the GIL in the gathers and
+    sums). Vector shards are scanned one after another in the calling thread: each scan is a
+    BLAS product that BLAS already spreads over the cores, and Python threads on top of it
+    oversubscribe them (``eval/bench_shards.py`` measured 4 threaded flat scans at several
+    times the cost of 4 sequential ones).
+    """
+
+    def __init__(self, shards: Sequence[Shard]) -> None:
+        self.states = [s.state for s in shards if s.state is not None]
+        self._pool = ThreadPoolExecutor(max(1, len(self.states)), thread_name_prefix="shard")
+
+    def keyword(self, query: str, k: int, masks: Sequence[Mask | None]) -> list[Ranking]:
+        def one(state: IndexState, mask: Mask | None) -> Ranking:
+            return state.keyword_ranking(query, k, mask)
+
+        if len(self.states) == 1:
+            return [one(self.states[0], masks[0])]
+        return list(self._pool.map(one, self.states, masks))
+
+    def vector(self, query: npt.ArrayLike, k: int, masks: Sequence[Mask | None]) -> list[Ranking]:
+        return [s.vector_ranking(query, k, m) for s, m in zip(self.states, masks, strict=True)]
+
+
+class _Merged:
+    """What the halves of a sharded state share: the shards' global rows and their search."""
+
+    def __init__(self, shards: Sequence[Shard], search: ShardSearch) -> None:
+        self.shards = [s for s in shards if s.state is not None]
+        self.search = search
+
+    def masks(self, allow: Mask | None) -> list[Mask | None]:
+        return [None if allow is None else allow[s.global_rows] for s in self.shards]
+
+    def merge(self, rankings: Sequence[Ranking], k: int) -> Ranking:
+        """The ``k`` best over all shards, score descending, then global row ascending."""
+        rows = [s.global_rows[r.rows] for s, r in zip(self.shards, rankings, strict=True)]
+        if not rows:
+            return Ranking.empty()
+        scores = np.concatenate([r.scores for r in rankings])
+        return Ranking.top(scores, k, np.concatenate(rows))
+
+
+class ShardedBM25:
+    """The keyword half of a sharded index, with :class:`~indexes.bm25.BM25Index`'s
+    ``search`` over global rows."""
+
+    def __init__(self, merged: _Merged) -> None:
+        self._merged = merged
+        first = merged.shards[0].state
+        assert first is not None and first.bm25 is not None
+        self.params = first.bm25.params
+        self.shard_indexes = [s.state.bm25 for s in merged.shards if s.state is not None]
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.shard_indexes if b is not None)
+
+    def search(self, query: str, k: int = 10, allow: Mask | None = None) -> Ranking:
+        merged = self._merged
+        return merged.merge(merged.search.keyword(query, k, merged.masks(allow)), k)
+
+
+class ShardedVectors:
+    """The vector half of a sharded index, with
+    :class:`~indexes.windows.WindowedVectorIndex`'s ``search`` over global rows."""
+
+    def __init__(self, merged: _Merged) -> None:
+        self._merged = merged
+        self.shard_indexes = [s.state.vector for s in merged.shards if s.state is not None]
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.shard_indexes if v is not None)
+
+    def search(self, query: npt.ArrayLike, k: int, allow: Mask | None = None) -> Ranking:
+        merged = self._merged
+        return merged.merge(merged.search.vector(query, k, merged.masks(allow)), k)
+
+
+def sharded_state(
+    settings: IndexSettings,
+    shards: Sequence[Shard],
+    manifest: dict[str, Any],
+    search: ShardSearch | None = None,
+) -> IndexState:
+    """The state a search sees: every chunk in global row order, and merged halves."""
+    n_rows = sum(len(s.global_rows) for s in shards)
+    chunks: list[Chunk | None] = [None] * n_rows
+    for shard in shards:
+        if shard.state is not None:
+            for row, chunk in zip(shard.global_rows.tolist(), shard.state.chunks, strict=True):
+                chunks[row] = chunk
+    if any(c is None for c in chunks):
+        raise IndexLoadError(SHARDS_MANIFEST, "the shards' rows do not cover the index")
+    merged = _Merged(shards, search or ThreadSearch(shards))
+    bm25 = vector = None
+    if merged.shards and settings.keyword:
+        bm25 = cast(BM25Index, ShardedBM25(merged))  # duck-typed: search, params, len
+    if merged.shards and settings.vector:
+        vector = cast(WindowedVectorIndex, ShardedVectors(merged))
+    return IndexState(settings, cast(list[Chunk], chunks), bm25, vector, manifest)
+
+
+def read_sharded(root: Path, directory: Path, *, mmap: bool) -> tuple[IndexState, list[Shard]]:
+    """Read and check one top version and every shard version it names.
+
+    Raises:
+        IndexLoadError: the top manifest, the statistics or a shard's file is missing or
+            damaged (named), or the shards disagree with the top manifest.
+    """
+    manifest = read_manifest(
+        directory, SHARDS_MANIFEST, fmt=SHARDED_FORMAT, version=SHARDED_FORMAT_VERSION, sealed=True
+    )
+    where = directory / SHARDS_MANIFEST
+    try:
+        settings = IndexSettings.model_validate(manifest["settings"])
+        entries = list(manifest["shards"])
+        scoring = None
+        if settings.keyword:
+            stats_file = directory / GLOBAL_BM25
+            scoring = GlobalScoring(GlobalStats.from_json(read_json(stats_file), stats_file))
+        shards = []
+        for number, entry in enumerate(entries):
+            path = shard_dir(root, number)
+            version = entry["version"]
+            rows = rows_of(entry["rows"])
+            state = None if version is None else open_shard(path, version, scoring, mmap=mmap)
+            held = 0 if state is None else len(state.chunks)
+            if len(rows) != held:
+                msg = f"shard {number} has {held} chunks, the top manifest says {len(rows)}"
+                raise IndexLoadError(path, msg)
+            shards.append(Shard(number, path, version, state, rows))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexLoadError(where, f"invalid top manifest ({exc})") from exc
+    return sharded_state(settings, shards, manifest), shards
+
+
+class ShardedIndex(Index):
+    """An :class:`~indexes.bundle.Index` whose rows live in several shards.
+
+    Open one with :meth:`Index.open`; build one with ``Index.build(..., shards=N)``. It
+    reads like any index (``chunks``, ``bm25``, ``vector``, every retriever), and
+    :attr:`shards` shows the parts. ``bm25`` and ``vector`` offer ``search`` (global rows)
+    and ``len``; each shard's own halves are in :attr:`shards`.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        state: IndexState,
+        shards: Sequence[Shard],
+        *,
+        version_dir: Path,
+        embedder: Embedder | None = None,
+    ) -> None:
+        super().__init__(path, state, embedder=embedder)
+        self.shards = list(shards)
+        self.version_dir = version_dir
+        """The top version directory this index was read from."""
+
+    def update(
+        self, sources: Sequence[str | Path] | None = None, *, show_progress: bool | None = None
+    ) -> UpdateReport:
+        """Bring the index up to date, rewriting only the shards whose files changed; see
+        :func:`indexes.shard_update.update_sharded`."""
+        from ragtools.indexes.shard_update import update_sharded
+
+        return update_sharded(self, sources, show_progress=show_progress)
+
+    def search_with(self, search: ShardSearch) -> None:
+        """Search the shards with ``search`` from now on (e.g. Ray actors)."""
+        self.state = sharded_state(self.settings, self.shards, self.manifest, search)
+
+    def info(self) -> dict[str, Any]:
+        """:meth:`Index.info` plus each shard's directory, version and chunk count."""
+        summary = super().info()
+        summary["shards"] = [
+            {"path": str(s.path), "version": s.version, "chunks": len(s.global_rows)}
+            for s in self.shards
+        ]
+        return summary

@@ -1,0 +1,90 @@
+"""Ray on a local cluster: a Ray build equals a local build, Ray actors serve what threads do."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray
+
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.ray_shards import serve_on_ray
+from ragtools.indexes.shards import ShardedIndex
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.indexes.versions import current_version
+from ragtools.parsers.errors import MissingDependencyError
+from tests.indexes.test_shards import FILTERS, QUERIES, hits_of, settings, write_corpus
+
+
+@pytest.fixture(scope="module")
+def local_cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("corpus"), 30, seed=5)
+
+
+def _shard_manifests(index: ShardedIndex) -> list[dict[str, object]]:
+    out = []
+    for shard in index.shards:
+        if shard.version is None:
+            out.append({})
+            continue
+        manifest = json.loads((current_version(shard.path) / "manifest.json").read_text("utf-8"))
+        out.append({k: manifest[k] for k in ("files", "counts", "bm25", "embedder")})
+    return out
+
+
+def test_ray_build_equals_local_build(local_cluster: None, corpus: Path, tmp_path: Path) -> None:
+    embedder = FakeEmbedder(dim=32)
+    options = {"shards": 3, "embedder": embedder, **settings()}
+    local = Index.build([corpus], tmp_path / "local", **options)
+    on_ray = Index.build([corpus], tmp_path / "ray", engine="ray", **options)
+    assert isinstance(local, ShardedIndex) and isinstance(on_ray, ShardedIndex)
+    assert [c.id for c in on_ray.chunks] == [c.id for c in local.chunks]
+    stats = [json.loads((i.version_dir / "global_bm25.json").read_text()) for i in (local, on_ray)]
+    assert stats[0] == stats[1] and stats[0]["terms"]
+    # Every shard file has the same SHA-256: chunks, BM25 arrays and the faiss vectors.
+    assert _shard_manifests(on_ray) == _shard_manifests(local)
+    for query in QUERIES:
+        for mode in ("keyword", "vector", "hybrid"):
+            assert hits_of(on_ray, query, mode, None) == hits_of(local, query, mode, None)
+
+
+def test_ray_actors_serve_what_threads_serve(
+    local_cluster: None, corpus: Path, tmp_path: Path
+) -> None:
+    embedder = FakeEmbedder(dim=32)
+    Index.build([corpus], tmp_path / "idx", shards=4, embedder=embedder, **settings())
+    single = Index.build([corpus], tmp_path / "one", embedder=embedder, **settings())
+    threads = Index.open(tmp_path / "idx", embedder=embedder)
+    actors = Index.open(tmp_path / "idx", embedder=embedder)
+    assert isinstance(actors, ShardedIndex)
+    search = serve_on_ray(actors)
+    try:
+        assert len(search.actors) == sum(s.state is not None for s in actors.shards)
+        for query in QUERIES:
+            for flt in FILTERS:
+                for mode in ("keyword", "vector", "hybrid"):
+                    expected = hits_of(threads, query, mode, flt)
+                    assert hits_of(actors, query, mode, flt) == expected
+                    assert expected == hits_of(single, query, mode, flt)
+    finally:
+        search.close()
+
+
+def test_without_ray_the_extra_is_named(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    with pytest.raises(MissingDependencyError, match=r"ragtools\[ray\]"):
+        Index.build([corpus], tmp_path / "x", shards=2, engine="ray", vector=False)
+    index = Index.build([corpus], tmp_path / "y", shards=2, vector=False)  # in-process
+    assert hits_of(index, "alpha particles", "keyword", None)
