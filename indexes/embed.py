@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from ragtools.indexes.onnx_query import OnnxQueryEncoder
 from ragtools.parsers._optional import require
-from ragtools.parsers._progress import should_show
+from ragtools.parsers._progress import progress
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 
 if TYPE_CHECKING:
@@ -55,6 +55,10 @@ DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 DEFAULT_BATCH_SIZE = 32
 """Texts per forward pass; see the module docstring for how it was chosen."""
+
+
+_BATCHES_PER_STEP = 16
+"""Batches per step of the "embedding" progress bar (sentence-transformers' own bar is off)."""
 
 
 @runtime_checkable
@@ -262,7 +266,7 @@ class SentenceTransformerEmbedder:
             "batch_size": self.batch_size,
             "normalize_embeddings": self.normalize,
             "convert_to_numpy": True,
-            "show_progress_bar": False if query else should_show(self.show_progress),
+            "show_progress_bar": False,  # ours below, labelled, and only on a terminal
         }
         method = "encode_query" if query else "encode_document"
         encode = getattr(model, method, None)
@@ -270,7 +274,15 @@ class SentenceTransformerEmbedder:
             encode = model.encode
             if prompt is not None:
                 kwargs["prompt"] = prompt
-        out = np.asarray(encode(list(texts), **kwargs), dtype=np.float32)
+        step = self.batch_size * _BATCHES_PER_STEP
+        slices = [list(texts[i : i + step]) for i in range(0, len(texts), step)]
+        if query or len(slices) < 2:
+            parts = [encode(list(texts), **kwargs)]
+        else:
+            bar = progress(slices, desc="embedding", unit="step", show_progress=self.show_progress)
+            parts = [encode(part, **kwargs) for part in bar]
+        arrays = [np.asarray(part, dtype=np.float32) for part in parts]
+        out = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
         if out.ndim != 2 or out.shape[0] != len(texts):
             msg = f"model {self._model_id!r} returned shape {out.shape} for {len(texts)} texts"
             raise DimensionMismatchError(msg)

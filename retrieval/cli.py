@@ -1,7 +1,8 @@
-"""The ``rag`` command: build, search, inspect, evaluate and serve indexes.
+"""The ``rag`` command: build, update, search, inspect, roll back, evaluate and serve indexes.
 
 Errors print one line (what failed, which file, what to do) and exit with status 2;
-``--verbose`` adds the traceback and INFO logging. Progress bars appear only on a terminal.
+``--verbose`` adds the traceback and this package's DEBUG logging. Progress bars appear only
+on a terminal; ``--quiet`` turns them off. Global options go before or after the command.
 """
 
 from __future__ import annotations
@@ -9,13 +10,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import IO, Any
+
+import json5
 
 from ragtools.indexes.bundle import Index
+from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.errors import ConfigError, RetrievalError
+from ragtools.retrieval import _cli_index
+from ragtools.retrieval._cli_output import configure
 from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.hit import Hit
 
@@ -43,22 +51,7 @@ def make_retriever(index: Index, mode: str, k: int) -> BaseRetriever:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    options: dict[str, Any] = {"vector": not args.no_vector}
-    if args.chunk_size is not None:
-        options["chunk_size"] = args.chunk_size
-    if args.chunk_overlap is not None:
-        options["chunk_overlap"] = args.chunk_overlap
-    if args.model is not None:
-        options["model"] = args.model
-    index = Index.build(args.sources, args.out, show_progress=None, **options)
-    counts = index.manifest.get("counts", {})
-    print(
-        f"built {args.out}: {counts.get('chunks')} chunks from {counts.get('files')} files"
-        f" ({counts.get('failures')} failed)"
-    )
-    for failure in index.failures:
-        print(f"  skipped {failure.path}: {failure.message}", file=sys.stderr)
-    return 0
+    return _cli_index.cmd_build(args)
 
 
 def _render_hit(hit: Hit) -> str:
@@ -71,19 +64,58 @@ def _render_hit(hit: Hit) -> str:
     return f"{hit.rank:>3}. {hit.score:.4f}  {where}\n     {snippet}"
 
 
+def _parse_filter(text: str | None) -> dict[str, Any] | None:
+    """``--filter``: a JSON5 object (so ``{page: {$gte: 3}}`` works unquoted, as in tools)."""
+    if not text:
+        return None
+    try:
+        spec = json5.loads(text)
+    except ValueError as exc:
+        msg = f"--filter is not valid JSON or JSON5 ({exc})"
+        raise ConfigError(msg) from exc
+    if not isinstance(spec, dict):
+        msg = '--filter must be a JSON object, e.g. {"page": {"$gte": 3}}'
+        raise ConfigError(msg)
+    return spec
+
+
+def _queries(source: str) -> Iterator[dict[str, Any]]:
+    """``--queries``: one query a line, as text or as a JSON object with ``query`` (and any
+    other keys, e.g. an ``id``, echoed in the answer). ``-`` reads standard input."""
+    handle: IO[str] = sys.stdin if source == "-" else open(source, encoding="utf-8")  # noqa: SIM115
+    with handle:
+        for number, line in enumerate(handle, 1):
+            text = line.strip()
+            if not text:
+                continue
+            if not text.startswith("{"):
+                yield {"query": text}
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                msg = f"{source}, line {number}: not valid JSON ({exc.msg})"
+                raise ConfigError(msg) from exc
+            if not isinstance(record, dict) or not isinstance(record.get("query"), str):
+                msg = f'{source}, line {number}: a JSON line needs a "query" string'
+                raise ConfigError(msg)
+            yield record
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
-    spec = None
-    if args.filter:
-        try:
-            spec = json.loads(args.filter)
-        except json.JSONDecodeError as exc:
-            msg = f"--filter is not valid JSON ({exc.msg} at column {exc.colno})"
-            raise ConfigError(msg) from exc
-        if not isinstance(spec, dict):
-            msg = '--filter must be a JSON object, e.g. {"page": {"$gte": 3}}'
-            raise ConfigError(msg)
+    spec = _parse_filter(args.filter)
+    if (args.query is None) == (args.queries is None):
+        msg = "give one query, or --queries FILE (one query a line; - for stdin), not both"
+        raise ConfigError(msg)
     index = Index.open(args.index)
-    hits = make_retriever(index, args.mode, args.k).invoke(args.query, k=args.k, filter=spec)
+    retriever = make_retriever(index, args.mode, args.k)
+    if args.queries is not None:
+        for record in _queries(args.queries):
+            hits = retriever.invoke(record["query"], k=args.k, filter=spec)
+            answer = {**record, "hits": [hit.model_dump(mode="json") for hit in hits]}
+            print(json.dumps(answer, ensure_ascii=False), flush=True)
+        return 0
+    hits = retriever.invoke(args.query, k=args.k, filter=spec)
     if args.json:
         print(json.dumps([hit.model_dump(mode="json") for hit in hits], ensure_ascii=False))
     elif not hits:
@@ -94,15 +126,19 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    print(json.dumps(Index.open(args.index).info(), indent=2, ensure_ascii=False))
-    return 0
+    return _cli_index.cmd_info(args)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from ragtools.retrieval.integrations.mcp import http_url, serve
 
-    if args.http:  # stdout stays silent: over stdio it is the protocol channel
-        print(f"rag: serving MCP at {http_url(args.host, args.port)}", file=sys.stderr)
+    where = f"MCP at {http_url(args.host, args.port)}" if args.http else "MCP over stdio"
+    count = len(args.indexes)
+
+    def ready() -> None:  # stderr: over stdio, stdout is the protocol channel
+        plural = "index" if count == 1 else "indexes"
+        print(f"rag: ready: serving {count} {plural} as {where}", file=sys.stderr, flush=True)
+
     serve(
         args.indexes,
         names=args.name,
@@ -110,6 +146,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         transport="http" if args.http else "stdio",
         host=args.host,
         port=args.port,
+        on_ready=ready,
     )
     return 0
 
@@ -133,47 +170,173 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rag", description=__doc__)
-    parser.add_argument("--verbose", action="store_true", help="tracebacks and INFO logs")
-    sub = parser.add_subparsers(dest="command", required=True)
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every default that is a value; options without one say what happens instead."""
 
-    build = sub.add_parser("build", help="build an index from files and folders")
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, argparse.SUPPRESS) or action.help is None:
+            return action.help
+        if "(default:" in action.help:  # said in words (e.g. never echo a password)
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _package_version() -> str:
+    try:
+        return version("ragtools")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _globals() -> argparse.ArgumentParser:
+    """Options accepted before or after the command (defaults suppressed, so that a
+    sub-command's copy never overwrites the value given before it)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("global options")
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="tracebacks, DEBUG logs of this package, and other libraries' messages",
+    )
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress bars and no warnings, errors only",
+    )
+    return parent
+
+
+def _add_selection(parser: argparse.ArgumentParser, recorded: bool) -> None:
+    also = " (default: the ones recorded in the index)" if recorded else ""
+    parser.add_argument(
+        "--include",
+        action="append",
+        metavar="GLOB",
+        help=f"read only files matching this .gitignore-style pattern; repeatable{also}",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help=f"skip files and folders matching this pattern; repeatable{also}",
+    )
+    parser.add_argument(
+        "--no-gitignore", action="store_true", help="read files that .gitignore files ignore"
+    )
+    parser.add_argument(
+        "--password",
+        default=os.environ.get("RAG_PDF_PASSWORD"),
+        help="password for encrypted PDFs (default: $RAG_PDF_PASSWORD)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _globals()
+    parser = argparse.ArgumentParser(
+        prog="rag", description=__doc__, parents=[common], formatter_class=_HelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"rag {_package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, help=help, description=help, parents=[common], formatter_class=_HelpFormatter
+        )
+
+    defaults = IndexSettings()
+    build = command("build", "build an index from files and folders")
     build.add_argument("sources", nargs="+", help="files or directories to index")
     build.add_argument("--out", required=True, help="index directory to write")
-    build.add_argument("--chunk-size", type=int, default=None)
-    build.add_argument("--chunk-overlap", type=int, default=None)
-    build.add_argument("--model", default=None, help="sentence-transformers name or path")
+    build.add_argument("--chunk-size", type=int, default=defaults.chunk_size, help="characters")
+    build.add_argument(
+        "--chunk-overlap", type=int, default=defaults.chunk_overlap, help="characters"
+    )
+    build.add_argument(
+        "--model",
+        default=None,
+        help="sentence-transformers name or path (default: the bundled all-MiniLM-L6-v2)",
+    )
     build.add_argument("--no-vector", action="store_true", help="build the BM25 half only")
+    build.add_argument(
+        "--keep-versions",
+        type=int,
+        default=defaults.keep_versions,
+        metavar="N",
+        help="versions kept on disk for `rag rollback`",
+    )
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an index built from other sources or settings (it stays a version)",
+    )
+    _add_selection(build, recorded=False)
     build.set_defaults(func=_cmd_build)
 
-    search = sub.add_parser("search", help="query an index")
+    update = command("update", "re-read an index's sources; parse only what changed")
+    update.add_argument("index")
+    update.add_argument(
+        "sources", nargs="*", help="files or directories (default: the recorded sources)"
+    )
+    _add_selection(update, recorded=True)
+    update.set_defaults(func=_cli_index.cmd_update)
+
+    search = command("search", "query an index")
     search.add_argument("index")
-    search.add_argument("query")
+    search.add_argument("query", nargs="?", help="the query (or use --queries)")
     search.add_argument("--mode", choices=MODES, default="hybrid")
-    search.add_argument("-k", type=int, default=5)
-    search.add_argument("--filter", default=None, help='JSON, e.g. {"page": {"$gte": 3}}')
+    search.add_argument("-k", type=int, default=5, help="hits per query")
+    search.add_argument(
+        "--filter", default=None, help="JSON or JSON5, e.g. {page: {$gte: 3}} (default: none)"
+    )
     search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    search.add_argument(
+        "--queries",
+        metavar="FILE",
+        help="one query a line (text, or JSON with a query key); - for stdin; JSON Lines out",
+    )
     search.set_defaults(func=_cmd_search)
 
-    evaluate = sub.add_parser("eval", help="evaluate retrievers on a BEIR dataset")
+    evaluate = command("eval", "evaluate retrievers on a BEIR dataset")
     evaluate.add_argument("--dataset", required=True, help="BEIR folder (corpus.jsonl, ...)")
     evaluate.add_argument("--split", default="test")
     evaluate.add_argument("--retrievers", default="bm25,vector,hybrid")
     evaluate.add_argument("--out", default="eval-out", help="report directory")
-    evaluate.add_argument("--index", default=None, help="index directory (default OUT/index)")
-    evaluate.add_argument("--max-queries", type=int, default=None)
-    evaluate.add_argument("--model", default=None, help="sentence-transformers name or path")
+    evaluate.add_argument("--index", default=None, help="index directory (default: OUT/index)")
+    evaluate.add_argument("--max-queries", type=int, default=None, help="(default: all)")
+    evaluate.add_argument(
+        "--model", default=None, help="sentence-transformers name or path (default: bundled)"
+    )
     evaluate.set_defaults(func=_cmd_eval)
 
-    info = sub.add_parser("info", help="describe an index")
+    info = command("info", "describe an index")
     info.add_argument("index")
+    info.add_argument("--json", action="store_true", help="everything, as JSON")
     info.set_defaults(func=_cmd_info)
 
-    serve = sub.add_parser("serve", help="serve indexes as MCP retriever tools (stdio or HTTP)")
+    versions = command("versions", "list the kept versions of an index (* marks the live one)")
+    versions.add_argument("index")
+    versions.add_argument("--json", action="store_true", help="print them as JSON")
+    versions.set_defaults(func=_cli_index.cmd_versions)
+
+    rollback = command("rollback", "make an earlier kept version live again")
+    rollback.add_argument("index")
+    rollback.add_argument(
+        "version", nargs="?", help="e.g. v-000002 or 2 (default: the one before the live one)"
+    )
+    rollback.set_defaults(func=_cli_index.cmd_rollback)
+
+    serve = command("serve", "serve indexes as MCP retriever tools (stdio or HTTP)")
     serve.add_argument("indexes", nargs="+", metavar="INDEX")
-    serve.add_argument("--name", action="append", help="tool name, once per index in order")
-    serve.add_argument("--description", action="append", help="tool description, in order")
+    serve.add_argument(
+        "--name", action="append", help="tool name, once per index in order (default: search_DIR)"
+    )
+    serve.add_argument(
+        "--description", action="append", help="tool description, in order (default: generated)"
+    )
     serve.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="loopback address for --http")
     serve.add_argument("--port", type=int, default=8765, help="port for --http")
@@ -184,10 +347,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rag`` console script."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    args.verbose = getattr(args, "verbose", False)
+    args.quiet = getattr(args, "quiet", False) and not args.verbose
+    configure(verbose=args.verbose, quiet=args.quiet)
     try:
         code: int = args.func(args)
         return code

@@ -29,7 +29,7 @@ import ipaddress
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -303,6 +303,7 @@ def serve(
     transport: Literal["stdio", "http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8765,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Serve the indexes over MCP until the client disconnects (stdio) or interrupted (http).
 
@@ -314,6 +315,8 @@ def serve(
             or ``"http"`` (Streamable HTTP at ``http://host:port/mcp``).
         host: loopback address for ``"http"``.
         port: TCP port for ``"http"``.
+        on_ready: called once the indexes are open and the model warmed up, just before
+            the transport starts (``rag serve`` prints its "ready" line there).
 
     Raises:
         ConfigError: an unknown transport, a non-loopback host, a bad port, or any
@@ -326,6 +329,8 @@ def serve(
     if transport == "http":
         http_url(host, port)
     server = build_server(index_paths, names=names, descriptions=descriptions)
+    if on_ready is not None:
+        on_ready()
     if transport == "stdio":
         _run_stdio(server)
     else:
