@@ -57,8 +57,9 @@ DEFAULT_BATCH_SIZE = 32
 """Texts per forward pass; see the module docstring for how it was chosen."""
 
 
-_BATCHES_PER_STEP = 16
-"""Batches per step of the "embedding" progress bar (sentence-transformers' own bar is off)."""
+_BATCHES_PER_STEP = 4
+"""Batches per step of the "embedding" progress bar (sentence-transformers' own bar is off):
+few enough for the bar to move, enough for sentence-transformers to sort texts by length."""
 
 
 @runtime_checkable
@@ -276,7 +277,7 @@ class SentenceTransformerEmbedder:
                 kwargs["prompt"] = prompt
         step = self.batch_size * _BATCHES_PER_STEP
         slices = [list(texts[i : i + step]) for i in range(0, len(texts), step)]
-        if query or len(slices) < 2:
+        if query:
             parts = [encode(list(texts), **kwargs)]
         else:
             bar = progress(slices, desc="embedding", unit="step", show_progress=self.show_progress)

@@ -243,29 +243,35 @@ def test_piped_output_has_no_progress_bars_or_load_reports(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_a_terminal_gets_labelled_progress_bars(tmp_path: Path) -> None:
+    import fcntl
     import pty
+    import struct
+    import termios
 
     docs, index = corpus(tmp_path / "docs"), tmp_path / "index"
     for n in range(40):  # enough chunks for several embedding steps
         (docs / f"note{n}.txt").write_text(f"Note {n}. " + "Bees and tides and lava. " * 40)
     primary, secondary = pty.openpty()
+    size = struct.pack("HHHH", 24, 100, 0, 0)  # a new pty is 0x0, where tqdm draws nothing
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, size)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [str(RAG), "build", str(docs), "--out", str(index), "--chunk-size", "200",
          "--chunk-overlap", "20"],
-        stdout=subprocess.PIPE, stderr=secondary, env=env, timeout=600, check=False,
+        stdout=subprocess.DEVNULL, stderr=secondary, stdin=subprocess.DEVNULL, env=env,
     )  # fmt: skip
     os.close(secondary)
     chunks = []
-    while True:
+    while True:  # read while it runs: a full terminal buffer would block the writer
         try:
             data = os.read(primary, 65536)
-        except OSError:
+        except OSError:  # EIO: the other end is closed
             break
         if not data:
             break
         chunks.append(data)
     os.close(primary)
+    proc.wait(timeout=600)
     screen = b"".join(chunks).decode("utf-8", "replace")
     assert proc.returncode == 0, screen
     assert "parsing" in screen and "embedding" in screen
