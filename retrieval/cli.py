@@ -10,19 +10,22 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
-from importlib.metadata import PackageNotFoundError, version
-from typing import IO, Any
-
-import json5
+from collections.abc import Sequence
 
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval import _cli_index
+from ragtools.retrieval._cli_args import (
+    HelpFormatter,
+    add_selection,
+    global_options,
+    package_version,
+    parse_filter,
+    read_queries,
+)
 from ragtools.retrieval._cli_output import configure
 from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.hit import Hit
@@ -64,53 +67,15 @@ def _render_hit(hit: Hit) -> str:
     return f"{hit.rank:>3}. {hit.score:.4f}  {where}\n     {snippet}"
 
 
-def _parse_filter(text: str | None) -> dict[str, Any] | None:
-    """``--filter``: a JSON5 object (so ``{page: {$gte: 3}}`` works unquoted, as in tools)."""
-    if not text:
-        return None
-    try:
-        spec = json5.loads(text)
-    except ValueError as exc:
-        msg = f"--filter is not valid JSON or JSON5 ({exc})"
-        raise ConfigError(msg) from exc
-    if not isinstance(spec, dict):
-        msg = '--filter must be a JSON object, e.g. {"page": {"$gte": 3}}'
-        raise ConfigError(msg)
-    return spec
-
-
-def _queries(source: str) -> Iterator[dict[str, Any]]:
-    """``--queries``: one query a line, as text or as a JSON object with ``query`` (and any
-    other keys, e.g. an ``id``, echoed in the answer). ``-`` reads standard input."""
-    handle: IO[str] = sys.stdin if source == "-" else open(source, encoding="utf-8")  # noqa: SIM115
-    with handle:
-        for number, line in enumerate(handle, 1):
-            text = line.strip()
-            if not text:
-                continue
-            if not text.startswith("{"):
-                yield {"query": text}
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                msg = f"{source}, line {number}: not valid JSON ({exc.msg})"
-                raise ConfigError(msg) from exc
-            if not isinstance(record, dict) or not isinstance(record.get("query"), str):
-                msg = f'{source}, line {number}: a JSON line needs a "query" string'
-                raise ConfigError(msg)
-            yield record
-
-
 def _cmd_search(args: argparse.Namespace) -> int:
-    spec = _parse_filter(args.filter)
+    spec = parse_filter(args.filter)
     if (args.query is None) == (args.queries is None):
         msg = "give one query, or --queries FILE (one query a line; - for stdin), not both"
         raise ConfigError(msg)
     index = Index.open(args.index)
     retriever = make_retriever(index, args.mode, args.k)
     if args.queries is not None:
-        for record in _queries(args.queries):
+        for record in read_queries(args.queries):
             hits = retriever.invoke(record["query"], k=args.k, filter=spec)
             answer = {**record, "hits": [hit.model_dump(mode="json") for hit in hits]}
             print(json.dumps(answer, ensure_ascii=False), flush=True)
@@ -170,81 +135,17 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows every default that is a value; options without one say what happens instead."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default in (None, False, argparse.SUPPRESS) or action.help is None:
-            return action.help
-        if "(default:" in action.help:  # said in words (e.g. never echo a password)
-            return action.help
-        return super()._get_help_string(action)
-
-
-def _package_version() -> str:
-    try:
-        return version("ragtools")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-def _globals() -> argparse.ArgumentParser:
-    """Options accepted before or after the command (defaults suppressed, so that a
-    sub-command's copy never overwrites the value given before it)."""
-    parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("global options")
-    group.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="tracebacks, DEBUG logs of this package, and other libraries' messages",
-    )
-    group.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="no progress bars and no warnings, errors only",
-    )
-    return parent
-
-
-def _add_selection(parser: argparse.ArgumentParser, recorded: bool) -> None:
-    also = " (default: the ones recorded in the index)" if recorded else ""
-    parser.add_argument(
-        "--include",
-        action="append",
-        metavar="GLOB",
-        help=f"read only files matching this .gitignore-style pattern; repeatable{also}",
-    )
-    parser.add_argument(
-        "--exclude",
-        action="append",
-        metavar="GLOB",
-        help=f"skip files and folders matching this pattern; repeatable{also}",
-    )
-    parser.add_argument(
-        "--no-gitignore", action="store_true", help="read files that .gitignore files ignore"
-    )
-    parser.add_argument(
-        "--password",
-        default=os.environ.get("RAG_PDF_PASSWORD"),
-        help="password for encrypted PDFs (default: $RAG_PDF_PASSWORD)",
-    )
-
-
 def _parser() -> argparse.ArgumentParser:
-    common = _globals()
+    common = global_options()
     parser = argparse.ArgumentParser(
-        prog="rag", description=__doc__, parents=[common], formatter_class=_HelpFormatter
+        prog="rag", description=__doc__, parents=[common], formatter_class=HelpFormatter
     )
-    parser.add_argument("--version", action="version", version=f"rag {_package_version()}")
+    parser.add_argument("--version", action="version", version=f"rag {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
         return sub.add_parser(
-            name, help=help, description=help, parents=[common], formatter_class=_HelpFormatter
+            name, help=help, description=help, parents=[common], formatter_class=HelpFormatter
         )
 
     defaults = IndexSettings()
@@ -273,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace an index built from other sources or settings (it stays a version)",
     )
-    _add_selection(build, recorded=False)
+    add_selection(build, recorded=False)
     build.set_defaults(func=_cmd_build)
 
     update = command("update", "re-read an index's sources; parse only what changed")
@@ -281,7 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     update.add_argument(
         "sources", nargs="*", help="files or directories (default: the recorded sources)"
     )
-    _add_selection(update, recorded=True)
+    add_selection(update, recorded=True)
     update.set_defaults(func=_cli_index.cmd_update)
 
     search = command("search", "query an index")

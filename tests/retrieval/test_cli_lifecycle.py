@@ -239,6 +239,9 @@ def test_piped_output_has_no_progress_bars_or_load_reports(tmp_path: Path) -> No
     assert proc.stdout == f"built {index}: 3 chunks from 3 files (0 skipped, 0 failed)\n"
     search = rag("search", str(index), "insects dancing", "-k", "1")
     assert search.stderr == "" and "bees.txt" in search.stdout
+    verbose = rag("search", str(index), "insects dancing", "-k", "1", "--verbose")
+    assert "INFO ragtools.indexes.embed: loading embedding model" in verbose.stderr
+    assert "faiss" not in verbose.stderr  # only this package's loggers are raised
 
 
 @pytest.mark.slow
