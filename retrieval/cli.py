@@ -102,7 +102,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     def ready() -> None:  # stderr: over stdio, stdout is the protocol channel
         plural = "index" if count == 1 else "indexes"
-        print(f"rag: ready: serving {count} {plural} as {where}", file=sys.stderr, flush=True)
+        print(f"rag: ready: serving {where} ({count} {plural})", file=sys.stderr, flush=True)
 
     serve(
         args.indexes,

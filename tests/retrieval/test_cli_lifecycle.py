@@ -228,7 +228,7 @@ def test_serve_says_when_it_is_ready(tmp_path: Path) -> None:
     rag("build", str(docs), "--out", str(index), "--no-vector")
     proc = rag("serve", str(index), "--name", "search_docs")  # stdin closed: the client left
     assert proc.stdout == ""  # the protocol channel stays clean
-    assert "rag: ready: serving 1 index as MCP over stdio" in proc.stderr.splitlines()
+    assert "rag: ready: serving MCP over stdio (1 index)" in proc.stderr.splitlines()
 
 
 @pytest.mark.slow
