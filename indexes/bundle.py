@@ -38,7 +38,7 @@ from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.store import read_chunks
 from ragtools.indexes.versions import current_version, reading
 from ragtools.indexes.windows import WindowedVectorIndex
-from ragtools.parsers import Chunk, FileError
+from ragtools.parsers import Chunk, FileError, Selection
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 if TYPE_CHECKING:
@@ -130,12 +130,20 @@ class Index:
         return IndexWriter.from_documents(documents, path, **options)
 
     def update(
-        self, sources: Sequence[str | Path] | None = None, *, show_progress: bool | None = None
+        self,
+        sources: Sequence[str | Path] | None = None,
+        *,
+        show_progress: bool | None = None,
+        selection: Selection | None = None,
+        password: str | None = None,
     ) -> UpdateReport:
         """Bring the index up to date with its sources; see :meth:`IndexWriter.update`."""
         from ragtools.indexes.writer import IndexWriter
 
-        return IndexWriter(self).update(sources, show_progress=show_progress)
+        writer = IndexWriter(self)
+        return writer.update(
+            sources, show_progress=show_progress, selection=selection, password=password
+        )
 
     @classmethod
     def open(
@@ -214,6 +222,16 @@ class Index:
         return [FileError(**f) for f in self.manifest.get("failures", [])]
 
     @property
+    def skipped(self) -> list[tuple[str, str]]:
+        """``(path, reason)`` of the files and folders left out at the last build or update."""
+        return [(str(p), str(r)) for p, r in self.manifest.get("skipped", [])]
+
+    @property
+    def selection(self) -> Selection:
+        """Which files of the source folders are read (patterns, ``.gitignore``)."""
+        return Selection.from_json(self.manifest.get("selection"))
+
+    @property
     def embedder(self) -> CachedEmbedder:
         """The (cached) embedder used for documents and queries; loads lazily."""
         if self._embedder is None:
@@ -249,6 +267,8 @@ class Index:
         summary["embedder"] = self.manifest.get("embedder")
         summary["sources"] = self.sources
         summary["failures"] = self.manifest.get("failures", [])
+        summary["skipped"] = self.manifest.get("skipped", [])
+        summary["selection"] = self.selection.to_json()
         return summary
 
 

@@ -39,7 +39,7 @@ import numpy.typing as npt
 from ragtools.indexes.model_dir import DEFAULT_MODEL_ID, local_model_dir, shared_model
 from ragtools.indexes.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
 from ragtools.indexes.onnx_export import PRECISIONS
-from ragtools.parsers._progress import should_show
+from ragtools.parsers._progress import progress, should_show
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 
 if TYPE_CHECKING:
@@ -56,6 +56,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 32
 """Texts per forward pass; see the module docstring for how it was chosen."""
+
+
+_BATCHES_PER_STEP = 4
+"""Batches per step of the "embedding" progress bar (sentence-transformers' own bar is off):
+few enough for the bar to move, enough for sentence-transformers to sort texts by length."""
 
 
 @runtime_checkable
@@ -296,9 +301,9 @@ class SentenceTransformerEmbedder:
         encoder = self._onnx_encoder()
         if encoder is not None:
             batch = [prompt + t for t in texts] if prompt else list(texts)
-            progress = False if query else should_show(self.show_progress)
+            shown = False if query else should_show(self.show_progress)
             out = encoder.encode(
-                batch, batch_size=self.batch_size, normalize=self.normalize, progress=progress
+                batch, batch_size=self.batch_size, normalize=self.normalize, progress=shown
             )
             return np.ascontiguousarray(out)
         model = self._load()
@@ -306,7 +311,7 @@ class SentenceTransformerEmbedder:
             "batch_size": self.batch_size,
             "normalize_embeddings": self.normalize,
             "convert_to_numpy": True,
-            "show_progress_bar": False if query else should_show(self.show_progress),
+            "show_progress_bar": False,  # ours below, labelled, and only on a terminal
         }
         method = "encode_query" if query else "encode_document"
         encode = getattr(model, method, None)
@@ -314,7 +319,15 @@ class SentenceTransformerEmbedder:
             encode = model.encode
             if prompt is not None:
                 kwargs["prompt"] = prompt
-        out = np.asarray(encode(list(texts), **kwargs), dtype=np.float32)
+        step = self.batch_size * _BATCHES_PER_STEP
+        slices = [list(texts[i : i + step]) for i in range(0, len(texts), step)]
+        if query:
+            parts = [encode(list(texts), **kwargs)]
+        else:
+            bar = progress(slices, desc="embedding", unit="step", show_progress=self.show_progress)
+            parts = [encode(part, **kwargs) for part in bar]
+        arrays = [np.asarray(part, dtype=np.float32) for part in parts]
+        out = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
         if out.ndim != 2 or out.shape[0] != len(texts):
             msg = f"model {self._model_id!r} returned shape {out.shape} for {len(texts)} texts"
             raise DimensionMismatchError(msg)

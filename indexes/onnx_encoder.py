@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.onnx_export import export_dir, exported_model
+from ragtools.parsers._progress import progress as progress_bar
 
 __all__ = ["OnnxEncoder", "OnnxPlan", "read_plan", "shared_encoder"]
 
@@ -194,11 +195,7 @@ class OnnxEncoder:
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
         order = np.argsort(lengths, kind="stable")
         starts = range(0, len(order), batch_size)
-        if progress:
-            from tqdm.auto import tqdm
-
-            starts = tqdm(starts, desc="Embedding", unit="batch")
-        for start in starts:
+        for start in progress_bar(starts, desc="embedding", unit="batch", show_progress=progress):
             rows = order[start : start + batch_size]
             out[rows] = self._run([encodings[i] for i in rows], int(lengths[rows].max()))
         if normalize or self.plan.normalize:

@@ -46,6 +46,8 @@ class IndexSettings(BaseModel):
             overlapping windows and scores it by its best one (``indexes.windows``); ``0``
             embeds every chunk as one text (truncated by the model if it is long).
         vector_window_overlap: characters shared by consecutive windows.
+        keep_versions: how many versions stay on disk (the live one included), for
+            ``rag rollback`` and for readers still holding an older one; it changes no content.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -61,6 +63,7 @@ class IndexSettings(BaseModel):
     title_boost: int = Field(default=TITLE_BOOST, ge=0, le=10)
     vector_window: int = Field(default=1000, ge=0)
     vector_window_overlap: int = Field(default=200, ge=0)
+    keep_versions: int = Field(default=2, ge=1, le=1000)
 
     @model_validator(mode="after")
     def _check(self) -> IndexSettings:

@@ -93,7 +93,8 @@ def _rebuild(
     """A new version of a shard: its stale files parsed again, the others' chunks kept."""
     settings = index.settings
     again = [f for f in work.files if f in stale]
-    parsed, failures = parse_files([Path(f) for f in again], show_progress=False)
+    result = parse_files([Path(f) for f in again], show_progress=False)
+    parsed, failures = result.by_file, result.failures
     old: dict[str, list[Chunk]] = {}
     for chunk in state.chunks if state is not None else []:
         old.setdefault(chunk.source, []).append(chunk)

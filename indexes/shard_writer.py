@@ -42,7 +42,7 @@ from ragtools.indexes.shards import (
 from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
 from ragtools.indexes.versions import VERSIONS, current_version, is_index_root, write_version
 from ragtools.indexes.writer import IndexWriter, _empty, _package_version
-from ragtools.parsers import Chunk, Document, FileError, split
+from ragtools.parsers import Chunk, Document, FileError, Selection, split
 from ragtools.parsers.errors import ConfigError
 
 __all__ = ["ShardWork", "build_shard", "build_sharded", "documents_sharded", "pinned_versions"]
@@ -60,6 +60,7 @@ class ShardWork:
     files: list[str] = field(default_factory=list)
     documents: list[Document] = field(default_factory=list)
     pinned: str | None = None  # the shard version the live top version names
+    password: str | None = field(default=None, repr=False)  # for encrypted PDFs, never saved
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ def build_shard(work: ShardWork, embedder: Embedder | None = None) -> BuiltShard
     settings = IndexSettings.model_validate(work.settings)
     if work.files:
         paths = [Path(f) for f in work.files]
-        by_file, failures = parse_files(paths, show_progress=False)
+        parsed = parse_files(paths, show_progress=False, password=work.password)
+        by_file, failures = parsed.by_file, parsed.failures
         units = chunk_units([by_file.get(f, []) for f in work.files], settings)
         prints = {f: fingerprint(p) for f, p in zip(work.files, paths, strict=True)}
         return commit_shard(work, units, embedder, failures, prints)
@@ -176,6 +178,8 @@ def build_sharded(
     show_progress: bool | None = None,
     engine: str = "local",
     address: str | None = None,
+    selection: Selection | None = None,
+    password: str | None = None,
     **overrides: Any,
 ) -> ShardedIndex:
     """Build a sharded index of ``sources``; the options are :meth:`IndexWriter.build`'s.
@@ -184,19 +188,24 @@ def build_sharded(
         shards: the number of shards (``>= 1``).
         engine: ``"local"`` builds the shards one after another in this process; ``"ray"``
             builds them as Ray tasks (on ``address``, or a local cluster).
+        selection: which files of the sources to index (default: :class:`Selection()`).
+        password: for encrypted PDFs (never recorded).
     """
     del show_progress  # shards parse quietly; the log says what was built
     started = time.perf_counter()
     n = _check_shards(shards)
     resolved = _settings(path, settings, overrides)
     roots = [str(Path(s).expanduser().resolve()) for s in sources]
-    files = [str(f) for f in expand_sources(roots)]
+    files = [str(f) for f in expand_sources(roots, selection)]
     by_shard: list[list[str]] = [[] for _ in range(n)]
     for f in files:
         by_shard[shard_of(f, n)].append(f)
     blob = resolved.model_dump(mode="json")
     pins = _pins(path, n)
-    works = [ShardWork(str(path), s, blob, files=by_shard[s], pinned=pins[s]) for s in range(n)]
+    works = [
+        ShardWork(str(path), s, blob, files=by_shard[s], pinned=pins[s], password=password)
+        for s in range(n)
+    ]
     built = _run(works, embedder, engine, address)
     units = [(f, shard_of(f, n)) for f in files]
     index = finish(path, resolved, built, units, {"sources": roots, "meta": {}}, embedder)

@@ -1,48 +1,56 @@
 """Which files an index is built from, and whether they changed since the last build.
 
-A source is a file or a directory (walked recursively, hidden entries skipped). Each file
-gets a fingerprint, its size and SHA-256, stored in the manifest; ``Index.update`` re-parses
-only files whose fingerprint differs, so editing one file of a thousand parses one file.
-Parsing itself is :func:`parsers.load_files` (parallel where it pays; a bad file is an
-entry in the failures, never the end of the batch).
+A source is a file or a directory. Directories are walked by :func:`parsers.select_files`
+(hidden entries, ``__pycache__`` and ``.gitignore``d paths skipped; include and exclude
+patterns), with the :class:`~parsers.Selection` recorded in the manifest, so that an update
+selects what the build selected. Each file gets a fingerprint, its size and SHA-256, stored
+in the manifest; ``Index.update`` re-parses only files whose fingerprint differs, so editing
+one file of a thousand parses one file. Parsing itself is :func:`parsers.load_files`
+(parallel where it pays; a bad file is an entry in the failures, never the end of the batch).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragtools.indexes._persist import sha256_file
-from ragtools.parsers import Document, FileError, load_files
+from ragtools.parsers import Document, FileError, Selection, load_files
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.selection import select_files
 
-__all__ = ["expand_sources", "fingerprint", "parse_files"]
+__all__ = ["Parsed", "expand_sources", "fingerprint", "parse_files", "select_sources"]
 
 logger = logging.getLogger(__name__)
 
 
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
-
-
-def expand_sources(sources: Iterable[str | Path]) -> list[Path]:
-    """Resolve files and directories into a sorted, de-duplicated list of absolute files.
+def select_sources(
+    sources: Iterable[str | Path], selection: Selection | None = None
+) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Resolve files and directories into sorted, de-duplicated absolute files, and the
+    ``(path, reason)`` of every entry the selection left out.
 
     Raises:
         ConfigError: a source does not exist.
     """
     files: set[Path] = set()
+    skipped: set[tuple[str, str]] = set()
     for source in sources:
         path = Path(source).expanduser().resolve()
-        if path.is_file():
-            files.add(path)
-        elif path.is_dir():
-            files.update(p for p in path.rglob("*") if p.is_file() and not _hidden(p, path))
-        else:
+        if not path.exists():
             msg = f"{source}: no such file or directory"
             raise ConfigError(msg)
-    return sorted(files)
+        found, left = select_files(path, selection)
+        files.update(found)
+        skipped.update(left)
+    return sorted(files), sorted(skipped)
+
+
+def expand_sources(sources: Iterable[str | Path], selection: Selection | None = None) -> list[Path]:
+    """The files of :func:`select_sources` alone."""
+    return select_sources(sources, selection)[0]
 
 
 def fingerprint(path: Path) -> dict[str, str | int]:
@@ -50,23 +58,31 @@ def fingerprint(path: Path) -> dict[str, str | int]:
     return {"size": path.stat().st_size, "sha256": sha256_file(path)}
 
 
-def parse_files(
-    files: Sequence[Path], *, show_progress: bool | None = None
-) -> tuple[dict[str, list[Document]], list[FileError]]:
-    """Parse ``files``; returns the documents of each parsed file and the failures.
+@dataclass(frozen=True)
+class Parsed:
+    """What :func:`parse_files` got: documents by file, failures and skipped files."""
 
-    Skipped files (binary of an unknown type, too large) count as failures, with the reason.
+    by_file: dict[str, list[Document]] = field(default_factory=dict)
+    failures: list[FileError] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def parse_files(
+    files: Sequence[Path], *, show_progress: bool | None = None, password: str | None = None
+) -> Parsed:
+    """Parse ``files``: the documents of each parsed file, the failures, and the files
+    skipped as not documents (no parser recognises them, or too large), each with why.
+
+    Each failure is logged at INFO only: it is returned, and the caller reports it once.
     """
-    result = load_files(files, show_progress=show_progress)
+    result = load_files(files, show_progress=show_progress, password=password)
     by_file: dict[str, list[Document]] = {}
     for document in result.documents:
         by_file.setdefault(document.source, []).append(document)
-    failures = list(result.errors)
-    failures += [FileError(path, "Skipped", reason) for path, reason in result.skipped]
-    parsed_or_failed = {f.path for f in failures}
+    left_out = {f.path for f in result.errors} | {path for path, _ in result.skipped}
     for file in map(str, files):
-        if file not in parsed_or_failed:
+        if file not in left_out:
             by_file.setdefault(file, [])  # parsed, but no text (e.g. a scanned PDF)
-    for failure in failures:
-        logger.warning("skipped %s: %s", failure.path, failure.message)
-    return by_file, sorted(failures, key=lambda f: f.path)
+    for failure in result.errors:
+        logger.info("failed %s: %s", failure.path, failure.message)
+    return Parsed(by_file, sorted(result.errors, key=lambda f: f.path), sorted(result.skipped))

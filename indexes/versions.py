@@ -37,7 +37,15 @@ from filelock import FileLock, ReadWriteLock, Timeout
 from ragtools.indexes._persist import fsync_dir
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 
-__all__ = ["POINTER", "current_version", "is_index_root", "reading", "write_version"]
+__all__ = [
+    "POINTER",
+    "current_version",
+    "is_index_root",
+    "list_versions",
+    "reading",
+    "switch_version",
+    "write_version",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +160,46 @@ def _fsync_tree(path: Path) -> None:
     fsync_dir(path)
 
 
+def _point(root: Path, name: str) -> None:
+    """Make version ``name`` live: write the pointer beside it, then rename it into place."""
+    pointer_tmp = root / f".{POINTER}.{uuid.uuid4().hex[:8]}.tmp"
+    with open(pointer_tmp, "w", encoding="utf-8") as handle:
+        handle.write(name + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(pointer_tmp, root / POINTER)
+    fsync_dir(root)
+
+
+def list_versions(root: str | Path) -> list[Path]:
+    """The version directories kept on disk, oldest first (the live one is
+    :func:`current_version`; after a rollback it is not the newest)."""
+    current_version(root)  # raises IndexLoadError when ``root`` is not an index
+    return [path for _, path in _existing(Path(root) / VERSIONS)]
+
+
+def switch_version(root: str | Path, name: str) -> Path:
+    """Make the kept version ``name`` (e.g. ``"v-000003"``) live again: a rollback.
+
+    The pointer is switched with the same atomic rename as a write, under the writer lock.
+    The versions are left as they are; the next write is numbered after the newest, so it
+    never reuses a name, and collection keeps the newest ones then.
+
+    Raises:
+        IndexLoadError: ``root`` is not an index.
+        ConfigError: no kept version of that name.
+    """
+    root = Path(root)
+    kept = {path.name: path for path in list_versions(root)}
+    if name not in kept:
+        msg = f"{root}: no version {name!r}; kept versions: {', '.join(kept) or 'none'}"
+        raise ConfigError(msg)
+    with _writer_lock(root):
+        _point(root, name)
+    logger.info("index %s: version %s is live again", root, name)
+    return kept[name]
+
+
 def write_version(root: str | Path, writer: Callable[[Path], None], *, keep: int = 2) -> Path:
     """Create a new version of ``root`` with ``writer(directory)`` and make it live.
 
@@ -184,13 +232,7 @@ def write_version(root: str | Path, writer: Callable[[Path], None], *, keep: int
         final = versions / name
         os.rename(tmp, final)
         fsync_dir(versions)
-        pointer_tmp = root / f".{POINTER}.{uuid.uuid4().hex[:8]}.tmp"
-        with open(pointer_tmp, "w", encoding="utf-8") as handle:
-            handle.write(name + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(pointer_tmp, root / POINTER)
-        fsync_dir(root)
+        _point(root, name)
         _collect(root, versions, keep)
     logger.info("index %s: version %s is live", root, name)
     return final

@@ -30,11 +30,11 @@ from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState
 from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, OWNERS_FILE
 from ragtools.indexes.settings import IndexSettings, keyword_text
-from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
+from ragtools.indexes.sources import fingerprint, parse_files, select_sources
 from ragtools.indexes.store import write_chunks
 from ragtools.indexes.versions import write_version
 from ragtools.indexes.windows import WindowedVectorIndex
-from ragtools.parsers import Chunk, Document, FileError, split
+from ragtools.parsers import Chunk, Document, FileError, Selection, split
 from ragtools.parsers.errors import ConfigError
 
 __all__ = ["IndexWriter", "UpdateReport"]
@@ -51,6 +51,8 @@ class UpdateReport:
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     failures: list[FileError] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """``(path, reason)`` of every file or folder left out (hidden, ignored, not a document)."""
 
 
 class IndexWriter:
@@ -68,6 +70,8 @@ class IndexWriter:
         settings: IndexSettings | None = None,
         embedder: Embedder | None = None,
         show_progress: bool | None = None,
+        selection: Selection | None = None,
+        password: str | None = None,
         **overrides: Any,
     ) -> Index:
         """Parse ``sources`` (files or directories), split, index both halves and save.
@@ -78,6 +82,8 @@ class IndexWriter:
             settings: build settings; keyword ``overrides`` (e.g. ``chunk_size=500``) win.
             embedder: an embedder to use instead of ``settings.model`` (e.g. a fake in tests).
             show_progress: progress bars; ``None`` shows them only on a terminal.
+            selection: which files of the folders to read (recorded; updates reuse it).
+            password: for encrypted PDFs (never recorded).
 
         Raises:
             ConfigError: a source does not exist, a setting is invalid, or no text was found.
@@ -85,14 +91,18 @@ class IndexWriter:
         started = time.perf_counter()
         writer = cls(_empty(path, settings, overrides, embedder))
         roots = [str(Path(s).expanduser().resolve()) for s in sources]
-        files = expand_sources(roots)
-        by_file, failures = parse_files(files, show_progress=show_progress)
-        documents = [doc for f in files for doc in by_file.get(str(f), [])]
+        rules = selection or Selection()
+        files, skipped = select_sources(roots, rules)
+        parsed = parse_files(files, show_progress=show_progress, password=password)
+        failures = parsed.failures
+        documents = [doc for f in files for doc in parsed.by_file.get(str(f), [])]
         writer._commit(
             writer._split(documents),
             sources=roots,
             fingerprints={str(f): fingerprint(f) for f in files},
             failures=failures,
+            skipped=sorted(skipped + parsed.skipped),
+            selection=rules,
         )
         logger.info(
             "built %s: %d files, %d chunks, %d failures in %.1fs",
@@ -127,13 +137,19 @@ class IndexWriter:
 
     # ----------------------------------------------------------------- changes
     def update(
-        self, sources: Sequence[str | Path] | None = None, *, show_progress: bool | None = None
+        self,
+        sources: Sequence[str | Path] | None = None,
+        *,
+        show_progress: bool | None = None,
+        selection: Selection | None = None,
+        password: str | None = None,
     ) -> UpdateReport:
         """Bring the index up to date with its sources and save a new version.
 
         Only files whose size or SHA-256 changed are parsed again; chunks of removed files
         are dropped; only chunk texts not in the embedding cache are embedded. The result
-        equals a fresh build of the same sources.
+        equals a fresh build of the same sources. ``sources`` and ``selection`` default to
+        the recorded ones; ``password`` is for encrypted PDFs.
         """
         manifest = self.index.manifest
         known = [str(Path(s).expanduser().resolve()) for s in sources or ()]
@@ -141,11 +157,16 @@ class IndexWriter:
         if not roots:
             msg = "this index tracks no source files (built from documents); pass sources"
             raise ConfigError(msg)
-        files = [str(f) for f in expand_sources(roots)]
+        rules = selection if selection is not None else self.index.selection
+        selected, walk_skipped = select_sources(roots, rules)
+        files = [str(f) for f in selected]
         prints = {f: fingerprint(Path(f)) for f in files}
         old: dict[str, Any] = manifest.get("fingerprints", {})
         stale = [f for f in files if old.get(f) != prints[f]]
-        parsed, failures = parse_files([Path(f) for f in stale], show_progress=show_progress)
+        result = parse_files(
+            [Path(f) for f in stale], show_progress=show_progress, password=password
+        )
+        parsed, failures = result.by_file, result.failures
         by_source: dict[str, list[Chunk]] = {}
         for chunk in self.index.chunks:
             by_source.setdefault(chunk.source, []).append(chunk)
@@ -154,19 +175,24 @@ class IndexWriter:
         for path in files:
             fresh = path in stale_set
             chunks += self._split(parsed.get(path, [])) if fresh else by_source.get(path, [])
+        kept = [f for f in self.index.failures if f.path in prints and f.path not in stale_set]
+        kept_skips = [s for s in self.index.skipped if s[0] in prints and s[0] not in stale_set]
+        skipped = sorted(set(walk_skipped) | set(kept_skips) | set(result.skipped))
         report = UpdateReport(
             added=[f for f in files if f not in old],
             changed=[f for f in stale if f in old],
             removed=sorted(set(old) - set(prints)),
             unchanged=len(files) - len(stale),
             failures=failures,
+            skipped=skipped,
         )
-        kept = [f for f in self.index.failures if f.path in prints and f.path not in stale_set]
         self._commit(
             chunks,
             sources=roots,
             fingerprints=prints,
             failures=sorted(kept + failures, key=lambda f: f.path),
+            skipped=skipped,
+            selection=rules,
         )
         return report
 
@@ -201,11 +227,13 @@ class IndexWriter:
         fingerprints: dict[str, Any] | None = None,
         failures: list[FileError] | None = None,
         meta: dict[str, Any] | None = None,
+        skipped: list[tuple[str, str]] | None = None,
+        selection: Selection | None = None,
     ) -> None:
         """Index ``chunks``, write them as a new version and make the ``Index`` show it.
 
-        What the index tracks (``sources``, ``fingerprints``, ``failures``, ``meta``) carries
-        over from the current version unless given.
+        What the index tracks (``sources``, ``fingerprints``, ``failures``, ``meta``,
+        ``skipped``, ``selection``) carries over from the current version unless given.
         """
         index, settings = self.index, self.index.settings
         if not chunks:
@@ -230,6 +258,8 @@ class IndexWriter:
             "fingerprints": index.fingerprints if fingerprints is None else fingerprints,
             "failures": [vars(f) for f in (index.failures if failures is None else failures)],
             "meta": index.meta if meta is None else meta,
+            "skipped": [list(s) for s in (index.skipped if skipped is None else skipped)],
+            "selection": (index.selection if selection is None else selection).to_json(),
         }
         state = IndexState(settings, list(chunks), bm25, vector)
         written: dict[str, Any] = {}
@@ -237,7 +267,7 @@ class IndexWriter:
         def write(directory: Path) -> None:
             written.update(self._write(directory, state, tracked))
 
-        write_version(index.path, write)
+        write_version(index.path, write, keep=settings.keep_versions)
         index.state = IndexState(settings, state.chunks, bm25, vector, written)
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
@@ -274,8 +304,9 @@ class IndexWriter:
                 "chunks": len(state.chunks),
                 "vectors": len(state.vector) if state.vector is not None else 0,
                 "documents": len({c.doc_id for c in state.chunks}),
-                "files": len(tracked["fingerprints"]),
+                "files": len(set(tracked["fingerprints"]) - {p for p, _ in tracked["skipped"]}),
                 "failures": len(tracked["failures"]),
+                "skipped": len(tracked["skipped"]),
             },
             **tracked,
         }

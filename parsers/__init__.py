@@ -25,6 +25,7 @@ from ragtools.parsers.errors import (
 )
 from ragtools.parsers.loading import FileError, LoadResult, load, load_dir, load_files
 from ragtools.parsers.registry import register_parser
+from ragtools.parsers.selection import Selection
 from ragtools.parsers.splitting import split
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
@@ -43,6 +44,7 @@ __all__ = [
     "ParseError",
     "PasswordRequiredError",
     "RetrievalError",
+    "Selection",
     "ToolInputError",
     "load",
     "load_dir",

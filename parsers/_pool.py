@@ -89,6 +89,7 @@ class Task:
     source: str
     spec: ParserSpec
     size: int
+    password: str | None = None
 
 
 class _Collector(logging.Handler):
@@ -116,18 +117,20 @@ def _init_worker() -> None:
     logging.getLogger().handlers[:] = [_COLLECTOR]
 
 
-def _work(path: str, source: str, parser: str, shard: int, shards: int) -> str:
+def _work(
+    path: str, source: str, parser: str, shard: int, shards: int, password: str | None
+) -> str:
     """Worker process entry: parse one file (or one shard of a PDF's pages); JSON answer."""
     if _COLLECTOR is not None:
         _COLLECTOR.records.clear()
     answer: dict[str, Any] = {"documents": [], "error": None, "pages": None}
     try:
         if shards > 1:
-            pages = pdf.extract_pages(Path(path), source, None, shard=shard, shards=shards)
+            pages = pdf.extract_pages(Path(path), source, password, shard=shard, shards=shards)
             answer["pages"] = [pages.n_pages, pages.no_text, pages.failed]
             documents = pages.documents
         else:
-            documents = run_parser(get_parser(parser), Path(path), source, None)
+            documents = run_parser(get_parser(parser), Path(path), source, password)
         answer["documents"] = [d.model_dump(mode="json") for d in documents]
     except ParseError as exc:
         answer["error"] = [type(exc).__name__, str(exc)]
@@ -160,7 +163,7 @@ def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
 
 def _attempt(task: Task) -> Outcome:
     try:
-        return run_parser(task.spec, task.file, task.source, None)
+        return run_parser(task.spec, task.file, task.source, task.password)
     except ParseError as exc:
         return failure(task.source, exc)
 
@@ -207,7 +210,7 @@ def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack) -> Jobs:
     logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
     futures: Jobs = {}
     for task, shard, shards in jobs:
-        args = (str(task.file), task.source, task.spec.name, shard, shards)
+        args = (str(task.file), task.source, task.spec.name, shard, shards, task.password)
         futures[pool.submit(_work, *args)] = (task, shard, shards)
     return futures
 

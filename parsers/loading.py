@@ -5,8 +5,10 @@
 wrapped at this boundary with the path in the message, so callers need one ``except``.
 
 :func:`load_dir` never raises for a file: each failure becomes a :class:`FileError` and the
-batch goes on. Hidden files and directories, files over ``max_bytes`` and binary files of
-unknown type (NUL bytes, no parser sniffs them) are skipped, each with a reason.
+batch goes on. Hidden files and directories, ``__pycache__``, what ``.gitignore`` files
+ignore (:mod:`parsers.selection`), empty files, files over ``max_bytes``, and files no
+parser recognises (by suffix or content) are skipped, each with a reason: skipped is not
+failed.
 
 Parallelism: **processes**, for the heavy formats only. pypdf, python-docx, python-pptx and
 openpyxl are pure Python, so threads would serialise on the GIL; processes give a real
@@ -48,6 +50,7 @@ from ragtools.parsers._progress import progress
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
+from ragtools.parsers.selection import Selection, select_files
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -146,32 +149,19 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
 # ---- load_dir ---------------------------------------------------------------------------
 
 
-def _walk(root: Path, pattern: str) -> tuple[list[Path], list[tuple[str, str]]]:
-    if root.is_file():
-        return [root], []
-    files: list[Path] = []
-    skipped: list[tuple[str, str]] = []
-    hidden_dirs: set[Path] = set()
-    for path in sorted(root.glob(pattern), key=lambda p: p.relative_to(root).as_posix()):
-        relative = path.relative_to(root)
-        hidden = next((i for i, part in enumerate(relative.parts) if part.startswith(".")), None)
-        if hidden is None:
-            if path.is_file():
-                files.append(path)
-            elif path.is_symlink() and not path.exists():
-                skipped.append((str(path), "broken symbolic link"))
-        elif hidden == len(relative.parts) - 1 and not path.is_dir():
-            skipped.append((str(path), "hidden file"))
-        else:
-            directory = root.joinpath(*relative.parts[: hidden + 1])
-            if directory not in hidden_dirs:
-                hidden_dirs.add(directory)
-                skipped.append((str(directory), "hidden directory"))
+def _walk(
+    root: Path, pattern: str, selection: Selection | None
+) -> tuple[list[Path], list[tuple[str, str]]]:
+    files, skipped = select_files(root, selection)
+    if pattern != "**/*" and not root.is_file():
+        wanted = set(root.glob(pattern))  # the pattern narrows both: report only its matches
+        files = [f for f in files if f in wanted]
+        skipped = [(path, why) for path, why in skipped if Path(path) in wanted]
     return files, skipped
 
 
 def _plan(
-    files: list[Path], skipped: list[tuple[str, str]], max_bytes: int
+    files: list[Path], skipped: list[tuple[str, str]], max_bytes: int, password: str | None
 ) -> tuple[list[Task], dict[int, Outcome]]:
     tasks: list[Task] = []
     failed: dict[int, Outcome] = {}
@@ -182,12 +172,17 @@ def _plan(
             if size > max_bytes:
                 skipped.append((source, f"larger than max_bytes ({size} > {max_bytes} bytes)"))
                 continue
-            head = _read_head(file, source)
-            if resolve(file, head) is None and b"\x00" in head:
-                kind = file.suffix or "no suffix"
-                skipped.append((source, f"binary file of unknown type ({kind})"))
+            if size == 0:  # e.g. py.typed, __init__.py: nothing to read, nothing wrong
+                skipped.append((source, "empty file"))
                 continue
-            tasks.append(Task(index, file, source, _resolve(file, head, source), size))
+            head = _read_head(file, source)
+            spec = resolve(file, head)
+            if spec is None:  # not a document: skipped, not failed
+                kind = file.suffix or "no suffix"
+                what = "binary file" if b"\x00" in head else "file"
+                skipped.append((source, f"{what} of unknown type ({kind})"))
+                continue
+            tasks.append(Task(index, file, source, spec, size, password))
         except (ParseError, OSError) as exc:
             failed[index] = failure(source, exc)
     return tasks, failed
@@ -200,6 +195,8 @@ def load_dir(
     workers: int | None = None,
     show_progress: bool | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    selection: Selection | None = None,
+    password: str | None = None,
 ) -> LoadResult:
     """Parse every file under ``root`` (in parallel where it pays); never stops on a bad file.
 
@@ -212,6 +209,10 @@ def load_dir(
             batches big enough to repay the start-up), ``1`` parses everything here.
         show_progress: a progress bar on stderr; ``None`` shows it only on a terminal.
         max_bytes: larger files are skipped.
+        selection: which files of the tree to read (:class:`~parsers.selection.Selection`:
+            include/exclude patterns, ``.gitignore``); hidden entries and ``__pycache__``
+            are always skipped.
+        password: for encrypted PDFs.
 
     Returns:
         Documents, per-file errors and skipped files, each in sorted path order.
@@ -229,8 +230,15 @@ def load_dir(
     if max_bytes < 1:
         msg = f"max_bytes must be >= 1, got {max_bytes}"
         raise ConfigError(msg)
-    files, skipped = _walk(base, pattern)
-    return _load(files, skipped, workers=workers, show_progress=show_progress, max_bytes=max_bytes)
+    files, skipped = _walk(base, pattern, selection)
+    return _load(
+        files,
+        skipped,
+        workers=workers,
+        show_progress=show_progress,
+        max_bytes=max_bytes,
+        password=password,
+    )
 
 
 def load_files(
@@ -239,6 +247,7 @@ def load_files(
     workers: int | None = None,
     show_progress: bool | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    password: str | None = None,
 ) -> LoadResult:
     """Parse a list of files as :func:`load_dir` parses a tree (same parallelism and rules).
 
@@ -248,7 +257,14 @@ def load_files(
         msg = f"workers must be >= 1 or None (automatic), got {workers}"
         raise ConfigError(msg)
     paths = [Path(os.fspath(f)) for f in files]
-    return _load(paths, [], workers=workers, show_progress=show_progress, max_bytes=max_bytes)
+    return _load(
+        paths,
+        [],
+        workers=workers,
+        show_progress=show_progress,
+        max_bytes=max_bytes,
+        password=password,
+    )
 
 
 def _load(
@@ -258,9 +274,10 @@ def _load(
     workers: int | None,
     show_progress: bool | None,
     max_bytes: int,
+    password: str | None,
 ) -> LoadResult:
     start = time.perf_counter()
-    tasks, failed = _plan(files, skipped, max_bytes)
+    tasks, failed = _plan(files, skipped, max_bytes, password)
     results: dict[int, Outcome] = dict(failed)
     size = pool_size(tasks, workers)
     with contextlib.ExitStack() as stack:
@@ -268,7 +285,7 @@ def _load(
         if size:  # workers start now, before the progress bar's monitor thread would
             jobs = submit(tasks, size, stack)
         steps = execute(tasks, jobs, results)
-        for _ in progress(steps, total=len(tasks), desc="Parsing", show_progress=show_progress):
+        for _ in progress(steps, total=len(tasks), desc="parsing", show_progress=show_progress):
             pass
     documents: list[Document] = []
     errors: list[FileError] = []

@@ -1,7 +1,8 @@
-"""The ``rag`` command: build, search, inspect, evaluate and serve indexes.
+"""The ``rag`` command: build, update, search, inspect, roll back, evaluate and serve indexes.
 
 Errors print one line (what failed, which file, what to do) and exit with status 2;
-``--verbose`` adds the traceback and INFO logging. Progress bars appear only on a terminal.
+``--verbose`` adds the traceback and this package's DEBUG logging. Progress bars appear only
+on a terminal; ``--quiet`` turns them off. Global options go before or after the command.
 """
 
 from __future__ import annotations
@@ -15,7 +16,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtools.indexes.bundle import Index
+from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.errors import ConfigError, RetrievalError
+from ragtools.retrieval import _cli_index
+from ragtools.retrieval._cli_args import (
+    HelpFormatter,
+    add_selection,
+    global_options,
+    package_version,
+    parse_filter,
+    read_queries,
+)
+from ragtools.retrieval._cli_output import configure
 from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.names import SEARCH_MODES, canonical_retriever
@@ -45,30 +57,7 @@ def make_retriever(index: Index, mode: str, k: int) -> BaseRetriever:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    options: dict[str, Any] = {"vector": not args.no_vector}
-    if args.chunk_size is not None:
-        options["chunk_size"] = args.chunk_size
-    if args.chunk_overlap is not None:
-        options["chunk_overlap"] = args.chunk_overlap
-    if args.model is not None:
-        options["model"] = args.model
-    if args.shards is not None:
-        options["shards"] = args.shards
-    if args.ray is not None:
-        if args.shards is None:
-            msg = "--ray builds shards: give --shards N too"
-            raise ConfigError(msg)
-        options.update(engine="ray", address=args.ray or None)
-    index = Index.build(args.sources, args.out, show_progress=None, **options)
-    counts = index.manifest.get("counts", {})
-    in_shards = f" in {counts['shards']} shards" if "shards" in counts else ""
-    print(
-        f"built {args.out}: {counts.get('chunks')} chunks from {counts.get('files')} files"
-        f"{in_shards} ({counts.get('failures')} failed)"
-    )
-    for failure in index.failures:
-        print(f"  skipped {failure.path}: {failure.message}", file=sys.stderr)
-    return 0
+    return _cli_index.cmd_build(args)
 
 
 def _render_hit(hit: Hit) -> str:
@@ -82,18 +71,19 @@ def _render_hit(hit: Hit) -> str:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    spec = None
-    if args.filter:
-        try:
-            spec = json.loads(args.filter)
-        except json.JSONDecodeError as exc:
-            msg = f"--filter is not valid JSON ({exc.msg} at column {exc.colno})"
-            raise ConfigError(msg) from exc
-        if not isinstance(spec, dict):
-            msg = '--filter must be a JSON object, e.g. {"page": {"$gte": 3}}'
-            raise ConfigError(msg)
+    spec = parse_filter(args.filter)
+    if (args.query is None) == (args.queries is None):
+        msg = "give one query, or --queries FILE (one query a line; - for stdin), not both"
+        raise ConfigError(msg)
     index = Index.open(args.index)
-    hits = make_retriever(index, args.mode, args.k).invoke(args.query, k=args.k, filter=spec)
+    retriever = make_retriever(index, args.mode, args.k)
+    if args.queries is not None:
+        for record in read_queries(args.queries):
+            hits = retriever.invoke(record["query"], k=args.k, filter=spec)
+            answer = {**record, "hits": [hit.model_dump(mode="json") for hit in hits]}
+            print(json.dumps(answer, ensure_ascii=False), flush=True)
+        return 0
+    hits = retriever.invoke(args.query, k=args.k, filter=spec)
     if args.json:
         print(json.dumps([hit.model_dump(mode="json") for hit in hits], ensure_ascii=False))
     elif not hits:
@@ -104,15 +94,19 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    print(json.dumps(Index.open(args.index).info(), indent=2, ensure_ascii=False))
-    return 0
+    return _cli_index.cmd_info(args)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from ragtools.retrieval.integrations.mcp import http_url, serve
 
-    if args.http:  # stdout stays silent: over stdio it is the protocol channel
-        print(f"rag: serving MCP at {http_url(args.host, args.port)}", file=sys.stderr)
+    where = f"MCP at {http_url(args.host, args.port)}" if args.http else "MCP over stdio"
+    count = len(args.indexes)
+
+    def ready() -> None:  # stderr: over stdio, stdout is the protocol channel
+        plural = "index" if count == 1 else "indexes"
+        print(f"rag: ready: serving {where} ({count} {plural})", file=sys.stderr, flush=True)
+
     serve(
         args.indexes,
         names=args.name,
@@ -121,6 +115,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         ray=args.ray,
+        on_ready=ready,
     )
     return 0
 
@@ -195,17 +190,44 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rag", description=__doc__)
-    parser.add_argument("--verbose", action="store_true", help="tracebacks and INFO logs")
-    sub = parser.add_subparsers(dest="command", required=True)
+    common = global_options()
+    parser = argparse.ArgumentParser(
+        prog="rag", description=__doc__, parents=[common], formatter_class=HelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"rag {package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    build = sub.add_parser("build", help="build an index from files and folders")
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, help=help, description=help, parents=[common], formatter_class=HelpFormatter
+        )
+
+    defaults = IndexSettings()
+    build = command("build", "build an index from files and folders")
     build.add_argument("sources", nargs="+", help="files or directories to index")
     build.add_argument("--out", required=True, help="index directory to write")
-    build.add_argument("--chunk-size", type=int, default=None)
-    build.add_argument("--chunk-overlap", type=int, default=None)
-    build.add_argument("--model", default=None, help="sentence-transformers name or path")
+    build.add_argument("--chunk-size", type=int, default=defaults.chunk_size, help="characters")
+    build.add_argument(
+        "--chunk-overlap", type=int, default=defaults.chunk_overlap, help="characters"
+    )
+    build.add_argument(
+        "--model",
+        default=None,
+        help="sentence-transformers name or path (default: the bundled all-MiniLM-L6-v2)",
+    )
     build.add_argument("--no-vector", action="store_true", help="build the BM25 half only")
+    build.add_argument(
+        "--keep-versions",
+        type=int,
+        default=defaults.keep_versions,
+        metavar="N",
+        help="versions kept on disk for `rag rollback`",
+    )
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an index built from other sources or settings (it stays a version)",
+    )
     build.add_argument("--shards", type=int, default=None, help="split the index into N shards")
     build.add_argument(
         "--ray",
@@ -215,20 +237,36 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="build the shards as Ray tasks (on ADDRESS, or a local cluster); needs [ray]",
     )
+    add_selection(build, recorded=False)
     build.set_defaults(func=_cmd_build)
 
-    search = sub.add_parser("search", help="query an index")
+    update = command("update", "re-read an index's sources; parse only what changed")
+    update.add_argument("index")
+    update.add_argument(
+        "sources", nargs="*", help="files or directories (default: the recorded sources)"
+    )
+    add_selection(update, recorded=True)
+    update.set_defaults(func=_cli_index.cmd_update)
+
+    search = command("search", "query an index")
     search.add_argument("index")
-    search.add_argument("query")
+    search.add_argument("query", nargs="?", help="the query (or use --queries)")
     search.add_argument(
         "--mode", type=canonical_retriever, choices=MODES, default="hybrid", help="bm25 = keyword"
     )
-    search.add_argument("-k", type=int, default=5)
-    search.add_argument("--filter", default=None, help='JSON, e.g. {"page": {"$gte": 3}}')
+    search.add_argument("-k", type=int, default=5, help="hits per query")
+    search.add_argument(
+        "--filter", default=None, help="JSON or JSON5, e.g. {page: {$gte: 3}} (default: none)"
+    )
     search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    search.add_argument(
+        "--queries",
+        metavar="FILE",
+        help="one query a line (text, or JSON with a query key); - for stdin; JSON Lines out",
+    )
     search.set_defaults(func=_cmd_search)
 
-    evaluate = sub.add_parser("eval", help="evaluate retrievers on a BEIR dataset")
+    evaluate = command("eval", "evaluate retrievers on a BEIR dataset")
     evaluate.add_argument("--dataset", required=True, help="BEIR folder (corpus.jsonl, ...)")
     evaluate.add_argument("--split", default="test")
     evaluate.add_argument(
@@ -246,14 +284,16 @@ def _parser() -> argparse.ArgumentParser:
         help="YAML/JSON expected figures; exit 1 on drift",
     )
     evaluate.add_argument("--out", default="eval-out", help="report directory")
-    evaluate.add_argument("--index", default=None, help="index directory (default OUT/index)")
-    evaluate.add_argument("--max-queries", type=int, default=None)
-    evaluate.add_argument("--model", default=None, help="sentence-transformers name or path")
+    evaluate.add_argument("--index", default=None, help="index directory (default: OUT/index)")
+    evaluate.add_argument("--max-queries", type=int, default=None, help="(default: all)")
+    evaluate.add_argument(
+        "--model", default=None, help="sentence-transformers name or path (default: bundled)"
+    )
     evaluate.add_argument("--shards", type=int, default=None, help="index in N shards")
     evaluate.set_defaults(func=_cmd_eval)
 
-    compare = sub.add_parser(
-        "compare", help="compare systems query by query against a baseline (significance tests)"
+    compare = command(
+        "compare", "compare systems query by query against a baseline (significance tests)"
     )
     compare.add_argument(
         "inputs", nargs="+", metavar="REPORT_OR_RUN",
@@ -269,14 +309,31 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", default="compare-out", help="output directory")
     compare.set_defaults(func=_cmd_compare)
 
-    info = sub.add_parser("info", help="describe an index")
+    info = command("info", "describe an index")
     info.add_argument("index")
+    info.add_argument("--json", action="store_true", help="everything, as JSON")
     info.set_defaults(func=_cmd_info)
 
-    serve = sub.add_parser("serve", help="serve indexes as MCP retriever tools (stdio or HTTP)")
+    versions = command("versions", "list the kept versions of an index (* marks the live one)")
+    versions.add_argument("index")
+    versions.add_argument("--json", action="store_true", help="print them as JSON")
+    versions.set_defaults(func=_cli_index.cmd_versions)
+
+    rollback = command("rollback", "make an earlier kept version live again")
+    rollback.add_argument("index")
+    rollback.add_argument(
+        "version", nargs="?", help="e.g. v-000002 or 2 (default: the one before the live one)"
+    )
+    rollback.set_defaults(func=_cli_index.cmd_rollback)
+
+    serve = command("serve", "serve indexes as MCP retriever tools (stdio or HTTP)")
     serve.add_argument("indexes", nargs="+", metavar="INDEX")
-    serve.add_argument("--name", action="append", help="tool name, once per index in order")
-    serve.add_argument("--description", action="append", help="tool description, in order")
+    serve.add_argument(
+        "--name", action="append", help="tool name, once per index in order (default: search_DIR)"
+    )
+    serve.add_argument(
+        "--description", action="append", help="tool description, in order (default: generated)"
+    )
     serve.add_argument("--http", action="store_true", help="Streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="loopback address for --http")
     serve.add_argument("--port", type=int, default=8765, help="port for --http")
@@ -295,10 +352,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rag`` console script."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    args.verbose = getattr(args, "verbose", False)
+    args.quiet = getattr(args, "quiet", False) and not args.verbose
+    configure(verbose=args.verbose, quiet=args.quiet)
     try:
         code: int = args.func(args)
         return code

@@ -58,14 +58,16 @@ _NEEDS_VECTOR = {"vector", "hybrid", "hybrid_rrf"}
 def _fingerprint(documents: Sequence[Document], settings: IndexSettings) -> str:
     """Documents, settings and the BM25 parameters they resolve to: an index built before a
     default (or the corpus loader's normalisation) changed is rebuilt rather than measured
-    with the old one. ``source`` is left out so that moving the dataset keeps the index."""
+    with the old one. ``source`` is left out so that moving the dataset keeps the index, and
+    ``keep_versions`` because it changes what is kept on disk, not what the index holds."""
     digest = hashlib.sha256()
     for document in documents:
         metadata = {k: v for k, v in document.metadata.items() if k != "source"}
         record = [document.id, document.text, metadata]
         digest.update(json.dumps(record, sort_keys=True, ensure_ascii=False).encode())
         digest.update(b"\n")
-    digest.update(json.dumps(settings.model_dump(mode="json"), sort_keys=True).encode())
+    content = settings.model_dump(mode="json", exclude={"keep_versions"})  # changes no row
+    digest.update(json.dumps(content, sort_keys=True).encode())
     if settings.keyword:
         resolved = settings.new_bm25().params
         digest.update(json.dumps(resolved, sort_keys=True).encode())

@@ -29,7 +29,7 @@ import ipaddress
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -309,6 +309,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     ray: str | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Serve the indexes over MCP until the client disconnects (stdio) or interrupted (http).
 
@@ -321,6 +322,8 @@ def serve(
         host: loopback address for ``"http"``.
         port: TCP port for ``"http"``.
         ray: see :func:`build_server`.
+        on_ready: called once the indexes are open and the model warmed up, just before
+            the transport starts (``rag serve`` prints its "ready" line there).
 
     Raises:
         ConfigError: an unknown transport, a non-loopback host, a bad port, or any
@@ -333,6 +336,8 @@ def serve(
     if transport == "http":
         http_url(host, port)
     server = build_server(index_paths, names=names, descriptions=descriptions, ray=ray)
+    if on_ready is not None:
+        on_ready()
     if transport == "stdio":
         _run_stdio(server)
     else:

@@ -23,6 +23,7 @@ def test_exported_names() -> None:
         "ParseError",
         "PasswordRequiredError",
         "RetrievalError",
+        "Selection",
         "ToolInputError",
         "load",
         "load_dir",

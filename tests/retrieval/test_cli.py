@@ -43,7 +43,7 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def keyword_index(docs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("kw") / "index"
     proc = rag("build", str(docs), "--out", str(out), "--no-vector")
-    assert "2 chunks from 3 files (1 failed)" in proc.stdout
+    assert "2 chunks from 3 files (0 skipped, 1 failed)" in proc.stdout
     assert "broken.pdf" in proc.stderr
     return out
 
@@ -67,7 +67,7 @@ def test_hybrid_on_a_keyword_only_index_falls_back(keyword_index: Path) -> None:
 
 
 def test_info(keyword_index: Path) -> None:
-    info = json.loads(rag("info", str(keyword_index)).stdout)
+    info = json.loads(rag("info", str(keyword_index), "--json").stdout)
     assert info["counts"]["chunks"] == 2
     assert info["format"] == "ragtools-index"
     assert info["settings"]["vector"] is False
@@ -123,7 +123,7 @@ def test_build_and_hybrid_search_with_the_default_model(docs: Path, tmp_path: Pa
     hits = json.loads(rag("search", str(out), "insects that dance", "--json", "-k", "2").stdout)
     assert hits[0]["chunk"]["metadata"]["source"].endswith("bees.txt")
     assert {"fused", "vector"} <= set(hits[0]["scores"])
-    info = json.loads(rag("info", str(out)).stdout)
+    info = json.loads(rag("info", str(out), "--json").stdout)
     assert info["embedder"]["model_id"].endswith("all-MiniLM-L6-v2")
     assert info["embedder"]["dim"] == 384
 

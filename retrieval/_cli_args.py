@@ -1,0 +1,126 @@
+"""``rag``'s arguments: help that shows defaults, global options, sources, filters, queries."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
+from typing import IO, Any
+
+import json5
+
+from ragtools.parsers.errors import ConfigError
+
+__all__ = [
+    "HelpFormatter",
+    "add_selection",
+    "global_options",
+    "package_version",
+    "parse_filter",
+    "read_queries",
+]
+
+
+def parse_filter(text: str | None) -> dict[str, Any] | None:
+    """``--filter``: a JSON5 object (so ``{page: {$gte: 3}}`` works unquoted, as in tools)."""
+    if not text:
+        return None
+    try:
+        spec = json5.loads(text)
+    except ValueError as exc:
+        msg = f"--filter is not valid JSON or JSON5 ({exc})"
+        raise ConfigError(msg) from exc
+    if not isinstance(spec, dict):
+        msg = '--filter must be a JSON object, e.g. {"page": {"$gte": 3}}'
+        raise ConfigError(msg)
+    return spec
+
+
+def read_queries(source: str) -> Iterator[dict[str, Any]]:
+    """``--queries``: one query a line, as text or as a JSON object with ``query`` (and any
+    other keys, e.g. an ``id``, echoed in the answer). ``-`` reads standard input."""
+    handle: IO[str] = sys.stdin if source == "-" else open(source, encoding="utf-8")  # noqa: SIM115
+    with handle:
+        for number, line in enumerate(handle, 1):
+            text = line.strip()
+            if not text:
+                continue
+            if not text.startswith("{"):
+                yield {"query": text}
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                msg = f"{source}, line {number}: not valid JSON ({exc.msg})"
+                raise ConfigError(msg) from exc
+            if not isinstance(record, dict) or not isinstance(record.get("query"), str):
+                msg = f'{source}, line {number}: a JSON line needs a "query" string'
+                raise ConfigError(msg)
+            yield record
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every default that is a value; options without one say what happens instead."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, argparse.SUPPRESS) or action.help is None:
+            return action.help
+        if "(default:" in action.help:  # said in words (e.g. never echo a password)
+            return action.help
+        return super()._get_help_string(action)
+
+
+def package_version() -> str:
+    try:
+        return version("ragtools")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def global_options() -> argparse.ArgumentParser:
+    """Options accepted before or after the command (defaults suppressed, so that a
+    sub-command's copy never overwrites the value given before it)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("global options")
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="tracebacks, DEBUG logs of this package, and other libraries' messages",
+    )
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress bars and no warnings, errors only",
+    )
+    return parent
+
+
+def add_selection(parser: argparse.ArgumentParser, recorded: bool) -> None:
+    also = " (default: the ones recorded in the index)" if recorded else ""
+    parser.add_argument(
+        "--include",
+        action="append",
+        metavar="GLOB",
+        help=f"read only files matching this .gitignore-style pattern; repeatable{also}",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help=f"skip files and folders matching this pattern; repeatable{also}",
+    )
+    parser.add_argument(
+        "--no-gitignore", action="store_true", help="read files that .gitignore files ignore"
+    )
+    parser.add_argument(
+        "--password",
+        default=os.environ.get("RAG_PDF_PASSWORD"),
+        help="password for encrypted PDFs (default: $RAG_PDF_PASSWORD)",
+    )

@@ -1,0 +1,59 @@
+"""``rag``'s output helpers: log lines above progress bars, one line per problem."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+
+import pytest
+from tqdm import tqdm
+
+from ragtools.parsers import FileError
+from ragtools.retrieval import _cli_output
+from ragtools.retrieval._cli_output import configure, problem_lines
+
+
+@pytest.fixture
+def restored_logging(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in _cli_output._QUIET_ENVIRONMENT:  # monkeypatch puts them back afterwards
+        monkeypatch.delenv(name, raising=False)
+    root, ours = logging.getLogger(), logging.getLogger(_cli_output.PACKAGE_LOGGER)
+    saved = (root.handlers[:], root.level, ours.level)
+    yield
+    root.handlers[:], root.level = saved[0], saved[1]
+    ours.setLevel(saved[2])
+    logging.captureWarnings(False)
+    for name in ("py.warnings", "faiss"):
+        logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+def test_a_warning_is_printed_above_a_live_bar_not_through_it(
+    restored_logging: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure(verbose=False, quiet=False)
+    with tqdm(total=2, desc="parsing", file=sys.stderr) as bar:
+        bar.update()
+        logging.getLogger("ragtools.parsers.pdf").warning("page 3 has no text")
+        bar.update()
+    lines = capsys.readouterr().err.split("\n")
+    warned = [line for line in lines if "page 3 has no text" in line]
+    assert len(warned) == 1
+    assert warned[0].split("\r")[-1] == "WARNING ragtools.parsers.pdf: page 3 has no text"
+
+
+def test_levels_verbose_raises_only_this_package(restored_logging: None) -> None:
+    configure(verbose=True, quiet=False)
+    assert logging.getLogger("ragtools.indexes").getEffectiveLevel() == logging.DEBUG
+    assert logging.getLogger("faiss.loader").getEffectiveLevel() == logging.WARNING
+    configure(verbose=False, quiet=True)
+    assert logging.getLogger("ragtools.indexes").getEffectiveLevel() == logging.ERROR
+    assert logging.getLogger("faiss.loader").getEffectiveLevel() == logging.ERROR
+
+
+def test_problem_lines_name_the_path_once() -> None:
+    failed = FileError("/d/x.pdf", "PasswordRequiredError", "/d/x.pdf: a password is needed")
+    assert problem_lines([failed], [("/d/.git", "hidden directory")]) == [
+        "skipped /d/.git: hidden directory",
+        "failed /d/x.pdf: a password is needed",
+    ]
