@@ -28,9 +28,9 @@ import numpy.typing as npt
 from ragtools.indexes._persist import write_manifest
 from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState
 from ragtools.indexes.embed import Embedder
-from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, OWNERS_FILE
+from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, OWNERS_FILE, SOURCE_ROOT
 from ragtools.indexes.settings import IndexSettings, keyword_text
-from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
+from ragtools.indexes.sources import expand_sources, fingerprint, parse_files, source_root
 from ragtools.indexes.store import write_chunks
 from ragtools.indexes.versions import write_version
 from ragtools.indexes.windows import WindowedVectorIndex
@@ -86,13 +86,15 @@ class IndexWriter:
         writer = cls(_empty(path, settings, overrides, embedder))
         roots = [str(Path(s).expanduser().resolve()) for s in sources]
         files = expand_sources(roots)
-        by_file, failures = parse_files(files, show_progress=show_progress)
+        root = source_root(roots)
+        by_file, failures = parse_files(files, root=root, show_progress=show_progress)
         documents = [doc for f in files for doc in by_file.get(str(f), [])]
         writer._commit(
             writer._split(documents),
             sources=roots,
             fingerprints={str(f): fingerprint(f) for f in files},
             failures=failures,
+            source_base=str(root),
         )
         logger.info(
             "built %s: %d files, %d chunks, %d failures in %.1fs",
@@ -133,7 +135,9 @@ class IndexWriter:
 
         Only files whose size or SHA-256 changed are parsed again; chunks of removed files
         are dropped; only chunk texts not in the embedding cache are embedded. The result
-        equals a fresh build of the same sources.
+        equals a fresh build of the same sources. An index whose chunks predate the current
+        text form (no ``source_root`` in its manifest: absolute sources, collapsed
+        whitespace) has every file parsed again.
         """
         manifest = self.index.manifest
         known = [str(Path(s).expanduser().resolve()) for s in sources or ()]
@@ -143,21 +147,27 @@ class IndexWriter:
             raise ConfigError(msg)
         files = [str(f) for f in expand_sources(roots)]
         prints = {f: fingerprint(Path(f)) for f in files}
+        root = source_root(roots)
         old: dict[str, Any] = manifest.get("fingerprints", {})
+        if manifest.get(SOURCE_ROOT) != str(root):  # older chunk form, or other sources
+            old = {}
         stale = [f for f in files if old.get(f) != prints[f]]
-        parsed, failures = parse_files([Path(f) for f in stale], show_progress=show_progress)
+        parsed, failures = parse_files(
+            [Path(f) for f in stale], root=root, show_progress=show_progress
+        )
         by_source: dict[str, list[Chunk]] = {}
         for chunk in self.index.chunks:
-            by_source.setdefault(chunk.source, []).append(chunk)
+            by_source.setdefault(str(chunk.metadata.get("path", chunk.source)), []).append(chunk)
         chunks: list[Chunk] = []
         stale_set = set(stale)
         for path in files:
             fresh = path in stale_set
             chunks += self._split(parsed.get(path, [])) if fresh else by_source.get(path, [])
+        before: dict[str, Any] = manifest.get("fingerprints", {})
         report = UpdateReport(
-            added=[f for f in files if f not in old],
-            changed=[f for f in stale if f in old],
-            removed=sorted(set(old) - set(prints)),
+            added=[f for f in files if f not in before],
+            changed=[f for f in stale if f in before],
+            removed=sorted(set(before) - set(prints)),
             unchanged=len(files) - len(stale),
             failures=failures,
         )
@@ -167,6 +177,7 @@ class IndexWriter:
             sources=roots,
             fingerprints=prints,
             failures=sorted(kept + failures, key=lambda f: f.path),
+            source_base=str(root),
         )
         return report
 
@@ -201,6 +212,7 @@ class IndexWriter:
         fingerprints: dict[str, Any] | None = None,
         failures: list[FileError] | None = None,
         meta: dict[str, Any] | None = None,
+        source_base: str | None = None,
     ) -> None:
         """Index ``chunks``, write them as a new version and make the ``Index`` show it.
 
@@ -230,6 +242,7 @@ class IndexWriter:
             "fingerprints": index.fingerprints if fingerprints is None else fingerprints,
             "failures": [vars(f) for f in (index.failures if failures is None else failures)],
             "meta": index.meta if meta is None else meta,
+            SOURCE_ROOT: index.manifest.get(SOURCE_ROOT) if source_base is None else source_base,
         }
         state = IndexState(settings, list(chunks), bm25, vector)
         written: dict[str, Any] = {}

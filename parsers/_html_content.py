@@ -107,8 +107,9 @@ def _with_container(markup: str) -> str:
 def main_content_blocks(markup: str) -> list[tuple[str, int]] | None:
     """``(text, heading level or 0)`` blocks of the page's main content, or ``None`` when
     trafilatura finds none."""
+    import xml.etree.ElementTree as ElementTree  # trafilatura's own output: no DTD, no entities
+
     import trafilatura
-    from lxml import etree
     from trafilatura.settings import use_config
 
     config = use_config()
@@ -127,7 +128,7 @@ def main_content_blocks(markup: str) -> list[tuple[str, int]] | None:
     )
     if not xml:
         return None
-    root = etree.fromstring(xml.encode("utf-8"))
+    root = ElementTree.fromstring(xml)
     main = root.find("main")
     blocks: list[tuple[str, int]] = []
     _blocks(main if main is not None else root, blocks)

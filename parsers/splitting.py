@@ -38,6 +38,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from pydantic import JsonValue
+
 from ragtools.parsers.document import Chunk, Document
 from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.outline import OUTLINE_KEY, heading_path, section_bounds
@@ -239,7 +241,7 @@ def split(
             splitter.pieces(section_start, section_end, 0, pieces)
             for start, end in splitter.windows(pieces):
                 if outline is not None:
-                    metadata["headings"] = heading_path(outline, end - 1)
+                    metadata["headings"] = list[JsonValue](heading_path(outline, end - 1))
                 chunks.append(
                     Chunk(
                         doc_id=document.id,
