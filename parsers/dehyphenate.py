@@ -16,8 +16,9 @@ document, in this order:
 4. both halves are lower-case letters (the shape of a syllable break): joined;
 5. otherwise (a capital, a digit: ``Hewlett-\\nPackard``, ``GPT-\\n4``) the hyphen stays.
 
-Either way the word is made whole on one line and the line break moves after it, so the
-line structure (which the splitter uses) survives. Words are compared lower-cased.
+Either way the word is made whole on one line and the line break moves to the space after
+it (with any punctuation that ends the word), so the line structure, which the splitter
+uses, survives. Words are compared lower-cased.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Iterable
 __all__ = ["dehyphenate"]
 
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
-_BREAK = re.compile(r"(?<![\w-])((?:\w+-)*)(\w+)-\n([ \t]*)(\w+)((?:-\w+)*)")
+_BREAK = re.compile(r"(?<![\w-])((?:\w+-)*)(\w+)-\n([ \t]*)(\w+)((?:-\w+)*)(\S*)([ \t]*)")
 
 
 def _vocabulary(texts: Iterable[str]) -> tuple[set[str], set[str]]:
@@ -56,7 +57,8 @@ def _keeps_hyphen(
         return False
     if in_compound:
         return True
-    return not (left.isalpha() and right.isalpha() and left.islower() and right.islower())
+    syllables = left.isalpha() and right.isalpha() and right.islower()
+    return not (syllables and (len(left) == 1 or left[1:].islower()))
 
 
 def dehyphenate(texts: list[str]) -> list[str]:
@@ -69,17 +71,17 @@ def dehyphenate(texts: list[str]) -> list[str]:
         One text per page, in order; a text without a hyphen at a line end is unchanged.
 
     Example:
-        >>> dehyphenate(["the se-\\nquence of a Hewlett-\\nPackard printer"])
-        ['the sequence\\nof a Hewlett-Packard\\nprinter']
+        >>> dehyphenate(["the se-\\nquence of a Hewlett-\\nPackard printer, Interest-\\ningly."])
+        ['the sequence\\nof a Hewlett-Packard\\nprinter, Interestingly.']
     """
     if not any("-\n" in text for text in texts):
         return list(texts)
     vocabulary = _vocabulary(texts)
 
     def resolve(match: re.Match[str]) -> str:
-        prefix, left, indent, right, suffix = match.groups()
-        in_compound = bool(prefix or suffix)
-        hyphen = "-" if _keeps_hyphen(left, right, in_compound, vocabulary) else ""
-        return f"{prefix}{left}{hyphen}{right}{suffix}\n{indent}"
+        prefix, left, indent, right, suffix, trail, space = match.groups()
+        hyphen = "-" if _keeps_hyphen(left, right, bool(prefix or suffix), vocabulary) else ""
+        word = f"{prefix}{left}{hyphen}{right}{suffix}{trail}"
+        return f"{word}\n{indent}" if space else word
 
     return [_BREAK.sub(resolve, text) if "-\n" in text else text for text in texts]
