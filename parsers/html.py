@@ -9,8 +9,8 @@ keyboard help, texinfo navigation lines) is left out.
 When trafilatura finds no main content, the whole body is rendered with beautifulsoup4 and
 the standard library's ``"html.parser"`` (forgiving, like browsers): a blank line around
 block elements, a line break after list items, table rows and ``<br>``; ``script``,
-``style``, ``noscript``, ``template``, ``svg``, ``nav``, ``header``, ``footer`` and comments
-dropped.
+``style``, ``noscript``, ``template``, ``svg``, ``nav``, ``header``, ``footer``, comments and
+texinfo navigation lines dropped.
 
 Encoding: a BOM, else a ``<meta charset>`` (or ``http-equiv`` content type) declaration in
 the first bytes, else the same detection as plain text (:func:`parsers.text.decode_bytes`).
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from ragtools.parsers._html_content import main_content_blocks
+from ragtools.parsers._html_content import drop_navigation, main_content_blocks
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.normalize import normalize_text
@@ -104,7 +104,7 @@ def html_to_text(markup: str) -> tuple[str, str | None, list[JsonValue]]:
         tag.insert_after("\n")
     for cell in soup.find_all(("td", "th")):  # cells of a row stay on one line
         cell.insert_after(" ")
-    return normalize_text(soup.get_text()), (title or None), []
+    return drop_navigation(normalize_text(soup.get_text())), (title or None), []
 
 
 @register_parser(".html", ".htm", ".xhtml", sniff=is_html, name="html", _builtin=True)

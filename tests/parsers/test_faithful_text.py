@@ -187,6 +187,14 @@ new project called <em>branches</em> and put the following in its main file:</p>
     }
 }
 </code></pre>
+<figure class="listing" id="listing-4-1">
+<span class="file-name">Filename: src/main.rs</span>
+<pre><code class="language-rust">fn main() {
+    let condition = true;
+    let number = if condition { 5 } else { 6 };
+}</code></pre>
+<figcaption>Listing 4-1: Assigning the result of an expression</figcaption>
+</figure>
 <p>All conditional expressions start with the keyword, followed by a condition. The block
 of code to run when the condition holds comes right after it, in curly brackets.</p>
         </main>
@@ -217,6 +225,8 @@ def test_mdbook_page_first_chunk_is_the_chapter(tmp_path: Path) -> None:
     code = "fn main() {\n    let number = 3;\n\n    if number < 5 {\n        println!"
     assert code in document.text
     assert any(code in chunk.text for chunk in chunks)
+    listing = "fn main() {\n    let condition = true;\n    let number = if condition"
+    assert listing in document.text  # a listing in a <figure> is kept
     assert chunks[-1].metadata["headings"] == ["Control Flow", "Conditional expressions"]
     assert document.metadata["title"] == "Control Flow - The Example Book"
 
@@ -240,6 +250,13 @@ rel="index">Index</a>]</p>
 you know the number and types of arguments to pass it.</p>
 <p>The first thing you must do is create an interface object that matches the signature
 of the function you wish to call.</p>
+<div class="example">
+<pre class="example">ffi_cif cif;
+if (ffi_prep_cif (&amp;cif, abi, 0, type, NULL) == FFI_OK)
+  {
+    size_t size = type-&gt;size;
+  }
+</pre></div>
 <hr>
 <div class="header">
 <p>
@@ -260,5 +277,7 @@ def test_texinfo_page_loses_its_navigation_lines(tmp_path: Path) -> None:
     for furniture in ("Next:", "Previous:", "Up:", "[Index]"):
         assert furniture not in document.text
     assert document.text.startswith("2.1 The Basics\n\nThe library assumes")
+    example = "if (ffi_prep_cif (&cif, abi, 0, type, NULL) == FFI_OK)\n  {\n    size_t size"
+    assert example in document.text  # a bare <pre> keeps its layout
     (chunk,) = parsers.split([document])
     assert chunk.metadata["headings"] == ["2.1 The Basics"]

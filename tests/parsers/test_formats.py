@@ -190,6 +190,7 @@ def test_docx(tmp_path: Path) -> None:
     document = docx.Document()
     document.core_properties.title = "Quarterly report"
     document.add_heading("Revenue", level=1)
+    document.add_heading("By region", level=2)
     document.add_paragraph("Revenue grew by 12 percent.")
     table = document.add_table(rows=2, cols=2)
     table.cell(0, 0).text, table.cell(0, 1).text = "Region", "Growth"
@@ -200,9 +201,12 @@ def test_docx(tmp_path: Path) -> None:
     (doc,) = parsers.load(path)
     assert own(doc) == {"source": path.name, "title": "Quarterly report"}
     expected = (
-        "Revenue\n\nRevenue grew by 12 percent.\n\nRegion | Growth\nEurope | 9 %\n\nClosing remark."
+        "Revenue\n\nBy region\n\nRevenue grew by 12 percent.\n\nRegion | Growth\nEurope | 9 %"
+        "\n\nClosing remark."
     )
     assert doc.text == expected
+    (chunk,) = parsers.split([doc])
+    assert chunk.metadata["headings"] == ["Revenue", "By region"]
 
 
 def test_pptx_one_document_per_slide(tmp_path: Path) -> None:
