@@ -108,8 +108,10 @@ def _prepared(markup: str) -> str:
             figure.unwrap()
     for pre in soup.find_all("pre"):
         if pre.find("code") is None:
-            pre.string = pre.get_text()
-            pre.string.wrap(soup.new_tag("code"))
+            code = soup.new_tag("code")
+            code.string = pre.get_text()
+            pre.clear()
+            pre.append(code)
     body = soup.body
     if body is not None and soup.find(("main", "article")) is None:
         article = soup.new_tag("article")
