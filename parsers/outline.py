@@ -10,7 +10,8 @@ is in (``["Install", "From source"]``; ``[]`` before the first heading). The out
 stays on the document: chunks carry the path, not the whole table of contents.
 
 Formats whose text is Markdown keep their ``#`` lines, so :func:`markdown_outline` reads
-headings from the normalised text itself (ATX and setext, outside fenced code). Formats
+headings from the normalised text itself (ATX and setext, outside fenced code); likewise
+:func:`rst_outline` for reStructuredText's underlined titles. Formats
 whose headings are markup (HTML, DOCX) build the text from blocks with :func:`join_blocks`,
 which knows each heading's offset as it joins.
 """
@@ -24,7 +25,14 @@ from pydantic import JsonValue
 
 from ragtools.parsers.normalize import normalize_text
 
-__all__ = ["OUTLINE_KEY", "heading_path", "join_blocks", "markdown_outline", "section_bounds"]
+__all__ = [
+    "OUTLINE_KEY",
+    "heading_path",
+    "join_blocks",
+    "markdown_outline",
+    "rst_outline",
+    "section_bounds",
+]
 
 OUTLINE_KEY = "outline"
 """Document metadata key of the heading table: ``[[offset, level, title], ...]``."""
@@ -89,6 +97,42 @@ def markdown_outline(text: str) -> list[JsonValue]:
                 plain = line.strip() and not _LIST_ITEM.match(line)
                 previous = (offset, line) if plain else None
         offset += len(line) + 1
+    return outline
+
+
+_RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
+
+
+def rst_outline(text: str) -> list[JsonValue]:
+    """The section titles of reStructuredText ``text`` as ``[offset, level, title]``.
+
+    A title is a line underlined (and optionally overlined) by a run of one punctuation
+    character at least as long as it; levels follow the order in which adornment styles
+    first appear, as docutils assigns them.
+    """
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    styles: list[tuple[str, bool]] = []
+    outline: list[JsonValue] = []
+    index = 1
+    while index < len(lines):
+        under = _RST_ADORNMENT.match(lines[index])
+        title = lines[index - 1].strip()
+        if under is None or not title or _RST_ADORNMENT.match(lines[index - 1]):
+            index += 1
+            continue
+        if len(lines[index].rstrip()) < len(title):
+            index += 1
+            continue
+        over = index >= 2 and lines[index - 2].rstrip() == lines[index].rstrip()
+        style = (under.group(1), over)
+        if style not in styles:
+            styles.append(style)
+        first = index - 2 if over else index - 1
+        outline.append([starts[first], styles.index(style) + 1, title])
+        index += 2
     return outline
 
 

@@ -281,3 +281,39 @@ def test_texinfo_page_loses_its_navigation_lines(tmp_path: Path) -> None:
     assert example in document.text  # a bare <pre> keeps its layout
     (chunk,) = parsers.split([document])
     assert chunk.metadata["headings"] == ["2.1 The Basics"]
+
+
+RST = """=====
+Guide
+=====
+
+Intro to the guide.
+
+Install
+-------
+
+From source
+~~~~~~~~~~~
+
+Clone it, then::
+
+    pip install .
+        --no-deps
+
+Use
+---
+
+Search with rag.
+"""
+
+
+def test_rst_sections_give_heading_paths_and_code_layout(tmp_path: Path) -> None:
+    path = tmp_path / "guide.rst"
+    path.write_text(RST, encoding="utf-8")
+    documents = parsers.load(path)
+    assert documents[0].metadata["file_type"] == "rst"
+    chunks = parsers.split(documents, chunk_size=300, chunk_overlap=0)
+    code = [c for c in chunks if "pip install" in c.text]
+    assert len(code) == 1 and "    pip install .\n        --no-deps" in code[0].text
+    assert code[0].metadata["headings"] == ["Guide", "Install", "From source"]
+    assert chunks[-1].metadata["headings"] == ["Guide", "Use"]
