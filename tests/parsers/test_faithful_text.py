@@ -7,8 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ragtools import parsers
+from ragtools.parsers import Document
 from ragtools.parsers.dehyphenate import dehyphenate
 from ragtools.parsers.outline import heading_path, markdown_outline, section_bounds
 from ragtools.parsers.pdf import extract_pages
@@ -317,3 +320,31 @@ def test_rst_sections_give_heading_paths_and_code_layout(tmp_path: Path) -> None
     assert len(code) == 1 and "    pip install .\n        --no-deps" in code[0].text
     assert code[0].metadata["headings"] == ["Guide", "Install", "From source"]
     assert chunks[-1].metadata["headings"] == ["Guide", "Use"]
+
+
+_LINES = st.lists(
+    st.one_of(
+        st.sampled_from(["# A", "## B", "### C", "", "```", "    code", "Title", "====="]),
+        st.text(alphabet="ab \t.", max_size=30),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=_LINES, size=st.integers(2, 80))
+def test_sections_keep_offsets_and_never_straddle(lines: list[str], size: int) -> None:
+    from ragtools.parsers.normalize import normalize_text
+
+    text = normalize_text("\n".join(lines))
+    outline = markdown_outline(text)
+    document = Document(text=text, metadata={"outline": outline})
+    chunks = parsers.split([document], chunk_size=size, chunk_overlap=size // 3)
+    bounds = section_bounds(text, outline)
+    for chunk in chunks:
+        assert text[chunk.start : chunk.end] == chunk.text
+        assert any(start <= chunk.start and chunk.end <= end for start, end in bounds)
+        assert chunk.metadata["headings"] == heading_path(outline, chunk.end - 1)
+        assert "outline" not in chunk.metadata
+    covered = set().union(*(range(c.start, c.end) for c in chunks)) if chunks else set()
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
