@@ -255,7 +255,7 @@ class VectorIndex:
         if q.ndim != 1:
             msg = f"search takes one vector of shape ({self.dim},), got {q.shape}; use search_batch"
             raise DimensionMismatchError(msg)
-        return self.search_batch(q[None, :], k, allow)[0]
+        return self._search(unit_rows(q, self.dim, "query"), check_k(k), allow)[0]
 
     def search_batch(self, vectors: npt.ArrayLike, k: int, allow: Allow = None) -> list[Ranking]:
         """Search several queries at once (one BLAS product per block of queries).
@@ -272,8 +272,10 @@ class VectorIndex:
             ConfigError: ``k`` is not a positive integer, or ``allow`` is malformed.
             DimensionMismatchError: queries of another dimension.
         """
-        k = check_k(k)
-        q = unit_rows(vectors, self.dim, "query")
+        return self._search(unit_rows(vectors, self.dim, "query"), check_k(k), allow)
+
+    def _search(self, q: npt.NDArray[np.float32], k: int, allow: Allow) -> list[Ranking]:
+        """Rankings of normalised queries ``q``; the one path of both public searches."""
         with self._lock:
             mask = self._labels.allowed(allow_mask(allow, self._labels.bound))
             if not self._store.approximate:

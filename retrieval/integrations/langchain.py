@@ -16,6 +16,12 @@ lazily; install ``ragtools[langchain]``), so it works in LangChain agents and La
 
 LangChain validates the arguments once with the translated schema, then our tool validates
 them again; the second pass is cheap and keeps our tool's behaviour identical either way.
+
+LangGraph's ``ToolNode`` takes LangChain tools only: give it ``to_langchain_tool(tool)``. Our
+own tool passed as is is not a LangChain ``BaseTool`` (whatever its class name says), so
+LangChain tries to wrap it as a plain function and fails with "The first argument must be a
+string or a callable with a __name__"; the adapter keeps content, artifact and error status
+(``tests/retrieval/tools/test_langgraph.py`` runs it in a compiled graph).
 """
 
 from __future__ import annotations

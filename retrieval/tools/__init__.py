@@ -1,10 +1,13 @@
 """The agent tool layer: LangChain-style tools, schemas, renderings and the retriever tool.
 
-Tools are built with the ``@tool`` decorator, ``StructuredTool.from_function``, ``Tool`` or a
-``BaseTool`` subclass; they take a string, a dict or a ``ToolCall`` and answer a ToolCall with
-a ``ToolMessage``. ``create_retriever_tool`` turns any retriever into such a tool whose content
-cites its sources and whose artifact is the full list of hits. Framework adapters (LangChain,
-MCP) live in ``retrieval.integrations`` and import their framework lazily.
+Tools are built with the ``@tool`` decorator, ``StructuredTool.from_function``, ``Tool``,
+``convert_runnable_to_tool`` or a ``BaseTool`` subclass; they take a string, a dict or a
+``ToolCall`` and answer a ToolCall with a ``ToolMessage``. ``create_retriever_tool`` turns any
+retriever into such a tool whose content cites its sources and whose artifact is the full list
+of hits. Qwen-Agent's file tools (``retrieval``, ``doc_parser``, ``simple_doc_parser``, in
+``ragtools.retrieval.tools.qwen``) are registered when this package is imported, so
+``get_tool("retrieval")`` works at once. Framework adapters (LangChain, MCP) live in
+``retrieval.integrations`` and import their framework lazily.
 
 The package exports the seed documents' public names (shared/SEEDS.md) and the few types
 needed to use them: ``ToolCall``/``make_tool_call`` (the input), ``RunConfig`` (per-call
@@ -17,9 +20,11 @@ this namespace stays small enough to read at a glance.
 
 from __future__ import annotations
 
+from ragtools.retrieval.tools import qwen  # noqa: F401 (registers Qwen-Agent's file tools)
 from ragtools.retrieval.tools.base import BaseTool
 from ragtools.retrieval.tools.cache import CachedTool, cached
 from ragtools.retrieval.tools.classtool import FunctionTool
+from ragtools.retrieval.tools.convert import convert_runnable_to_tool
 from ragtools.retrieval.tools.decorator import tool
 from ragtools.retrieval.tools.exceptions import ToolException
 from ragtools.retrieval.tools.execution import ToolCallbacks, ToolMiddleware
@@ -55,6 +60,7 @@ __all__ = [
     "ToolMiddleware",
     "ToolsNode",
     "cached",
+    "convert_runnable_to_tool",
     "convert_to_openai_tool",
     "create_retriever_tool",
     "create_schema_from_function",

@@ -30,6 +30,7 @@ from ragtools.retrieval.tools.schema import injected_fields
 
 __all__ = [
     "config_parameter",
+    "declares_callbacks",
     "is_validation_error",
     "parse_arguments",
     "split_input",
@@ -127,6 +128,16 @@ def config_parameter(func: Callable[..., Any] | None) -> str | None:
     except (NameError, TypeError, ValueError, SyntaxError):
         return None
     return next((n for n, p in parameters.items() if is_config_annotation(p.annotation)), None)
+
+
+def declares_callbacks(func: Callable[..., Any] | None) -> bool:
+    """True when ``func`` has a ``callbacks`` parameter (LangChain injects its callbacks)."""
+    if func is None:
+        return False
+    try:
+        return "callbacks" in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _string_to_dict(

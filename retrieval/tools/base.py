@@ -1,7 +1,7 @@
 """``BaseTool``: the tool abstraction agents call, after LangChain's ``BaseTool``.
 
 A tool has a ``name`` and ``description`` (shown to the model), an argument schema
-(``args_schema``: a pydantic model class, or a raw JSON-schema dict validated with
+(``args_schema``: a pydantic model class, v2 or v1, or a raw JSON-schema dict validated with
 ``jsonschema``), and ``_run``/``_arun``. What the model is shown is ``tool_call_schema``: the
 schema with injected arguments removed and the description filled in.
 
@@ -26,16 +26,18 @@ missing injected argument (``ConfigError``), which the model could not fix anywa
 
 Keyword arguments of ``invoke`` supply injected arguments (see
 :mod:`retrieval.tools.injected`); ``config`` is a :class:`RunConfig` handed to a tool
-function that declares a ``RunConfig`` parameter.
+function that declares a ``RunConfig`` parameter, and its ``callbacks`` entry to one that
+declares ``callbacks`` (hidden from the schema, injected at run time, as in LangChain).
+``stream``/``astream``/``batch``/``abatch`` come from :class:`~retrieval.tools.runnable.
+RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import partial
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -48,7 +50,7 @@ from ragtools.retrieval.tools.arguments import (
     parse_arguments,
     split_input,
 )
-from ragtools.retrieval.tools.concurrency import abatch_calls, batch_calls
+from ragtools.retrieval.tools.concurrency import acall_with_timeout, call_with_timeout, in_thread
 from ragtools.retrieval.tools.exceptions import (
     ErrorHandler,
     check_error_handler,
@@ -57,6 +59,8 @@ from ragtools.retrieval.tools.exceptions import (
 from ragtools.retrieval.tools.injected import RunConfig
 from ragtools.retrieval.tools.messages import ToolCall
 from ragtools.retrieval.tools.output import ToolOutput
+from ragtools.retrieval.tools.pydantic_v1 import from_v1_model, is_v1_model
+from ragtools.retrieval.tools.runnable import RunnableMethods
 from ragtools.retrieval.tools.schema import (
     create_schema_from_function,
     injected_fields,
@@ -79,7 +83,7 @@ ResponseFormat: TypeAlias = Literal["content", "content_and_artifact"]
 _VALIDATION_MESSAGE = "Tool input validation error"
 
 
-class BaseTool(BaseModel, ABC):
+class BaseTool(RunnableMethods, BaseModel, ABC):
     """A named, described, schema-checked callable for agents.
 
     Attributes:
@@ -94,6 +98,11 @@ class BaseTool(BaseModel, ABC):
             ``(content, artifact)``.
         extras: provider-specific settings passed through untouched (e.g. cache control).
         metadata: free key/values for the application (logging, routing).
+        timeout: seconds a run may take; past it the run becomes a
+            :class:`~retrieval.tools.exceptions.ToolTimeoutError` (a ToolException, so
+            ``handle_tool_error`` decides). ``None``: no limit. A sync tool keeps running in
+            its worker thread after the timeout (Python cannot stop a thread), its result
+            discarded.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -107,6 +116,7 @@ class BaseTool(BaseModel, ABC):
     response_format: ResponseFormat = "content"
     extras: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
+    timeout: float | None = None
 
     _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
 
@@ -118,6 +128,8 @@ class BaseTool(BaseModel, ABC):
                 class nor a dict, an error handler of the wrong kind (raised directly, not
                 wrapped in a pydantic ``ValidationError``).
         """
+        if is_v1_model(data.get("args_schema")):  # carried as an equivalent v2 model
+            data = {**data, "args_schema": from_v1_model(data["args_schema"])}
         super().__init__(**data)
         self._check_settings()
 
@@ -138,6 +150,9 @@ class BaseTool(BaseModel, ABC):
             raise ConfigError(msg)
         for option in ("handle_tool_error", "handle_validation_error"):
             check_error_handler(f"tool {self.name!r}", option, getattr(self, option))
+        if self.timeout is not None and not self.timeout > 0:
+            msg = f"tool {self.name!r}: timeout must be > 0 seconds or None, got {self.timeout}"
+            raise ConfigError(msg)
 
     # --- schemas -------------------------------------------------------------------------
 
@@ -192,6 +207,11 @@ class BaseTool(BaseModel, ABC):
         """The model-facing argument properties (JSON schema ``properties``)."""
         return dict(self.tool_call_json_schema().get("properties", {}))
 
+    @property
+    def is_single_input(self) -> bool:
+        """True when the model gives one argument (``**kwargs`` not counted), as in LangChain."""
+        return len([key for key in self.args if key != "kwargs"]) == 1
+
     # --- entry points --------------------------------------------------------------------
 
     def invoke(self, input: ToolInput, config: RunConfig | None = None, **kwargs: Any) -> Any:
@@ -226,26 +246,6 @@ class BaseTool(BaseModel, ABC):
         """Async :meth:`invoke`; a sync-only tool runs in a worker thread."""
         return self._deliver(await self.aexecute(input, config, **kwargs))
 
-    def run_with_artifact(
-        self,
-        input: ToolInput,
-        config: RunConfig | None = None,
-        **kwargs: Any,
-    ) -> tuple[Any, Any]:
-        """Run the tool and return ``(content, artifact)`` whatever the input kind."""
-        output = self.execute(input, config, **kwargs)
-        return output.content, output.artifact
-
-    async def arun_with_artifact(
-        self,
-        input: ToolInput,
-        config: RunConfig | None = None,
-        **kwargs: Any,
-    ) -> tuple[Any, Any]:
-        """Async :meth:`run_with_artifact`."""
-        output = await self.aexecute(input, config, **kwargs)
-        return output.content, output.artifact
-
     def execute(
         self,
         input: ToolInput,
@@ -260,7 +260,7 @@ class BaseTool(BaseModel, ABC):
             return self._handled(exc, call_id, validating=True)
         arguments = self._with_config(arguments, RunConfig(**(config or {})), for_async=False)
         try:
-            result = self._run(**arguments)
+            result = call_with_timeout(partial(self._run, **arguments), self.timeout, self.name)
         except Exception as exc:
             return self._handled(exc, call_id, validating=False)
         return self._output(result, call_id)
@@ -279,43 +279,10 @@ class BaseTool(BaseModel, ABC):
             return self._handled(exc, call_id, validating=True)
         arguments = self._with_config(arguments, RunConfig(**(config or {})), for_async=True)
         try:
-            result = await self._arun(**arguments)
+            result = await acall_with_timeout(self._arun(**arguments), self.timeout, self.name)
         except Exception as exc:
             return self._handled(exc, call_id, validating=False)
         return self._output(result, call_id)
-
-    def batch(
-        self,
-        inputs: Sequence[ToolInput],
-        config: RunConfig | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> list[Any]:
-        """:meth:`invoke` each input in a thread pool; results in input order.
-
-        Args:
-            inputs: the inputs.
-            config: shared by every call; ``max_concurrency`` bounds the threads.
-            return_exceptions: put an exception in its slot instead of raising it.
-            **kwargs: injected argument values, shared by every call.
-        """
-        call = partial(self.invoke, config=config, **kwargs)
-        limit = (config or {}).get("max_concurrency")
-        return batch_calls(call, inputs, limit, return_exceptions=return_exceptions)
-
-    async def abatch(
-        self,
-        inputs: Sequence[ToolInput],
-        config: RunConfig | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> list[Any]:
-        """:meth:`ainvoke` each input concurrently; results in input order."""
-        call = partial(self.ainvoke, config=config, **kwargs)
-        limit = (config or {}).get("max_concurrency")
-        return await abatch_calls(call, inputs, limit, return_exceptions=return_exceptions)
 
     # --- to implement --------------------------------------------------------------------
 
@@ -325,7 +292,7 @@ class BaseTool(BaseModel, ABC):
 
     async def _arun(self, **kwargs: Any) -> Any:
         """Async work; by default ``_run`` in a worker thread so the event loop stays free."""
-        return await asyncio.to_thread(self._run, **kwargs)
+        return await in_thread(self._run, **kwargs)
 
     def _config_parameter(self, *, for_async: bool) -> str | None:
         """Name of the run target's ``RunConfig`` parameter, if it declares one."""
@@ -344,8 +311,17 @@ class BaseTool(BaseModel, ABC):
     def _with_config(
         self, arguments: dict[str, Any], config: RunConfig, *, for_async: bool
     ) -> dict[str, Any]:
+        """Add the run-time plumbing the target declares: a RunConfig and ``callbacks``."""
         name = self._config_parameter(for_async=for_async)
-        return {**arguments, name: config} if name else arguments
+        if name:
+            arguments = {**arguments, name: config}
+        if self._takes_callbacks(for_async=for_async):
+            arguments = {**arguments, "callbacks": config.get("callbacks")}
+        return arguments
+
+    def _takes_callbacks(self, *, for_async: bool) -> bool:
+        """True when the run target declares ``callbacks`` (hidden from the schema, injected)."""
+        return False
 
     def _handled(self, exc: Exception, call_id: str | None, *, validating: bool) -> ToolOutput:
         """Turn a handled error into an error output; re-raise anything else."""

@@ -7,7 +7,11 @@ one lock; this class adds the canonical keys and the counters ``cachetools`` doe
 
 * the key is the tool name plus the **canonical JSON** of the arguments (sorted keys, no
   whitespace), so ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` hit the same entry; arguments
-  JSON cannot encode are not cached (the call simply runs);
+  JSON cannot encode are not cached (the call simply runs). For :class:`CachedTool` the
+  arguments are *everything* that reaches the tool: the model's arguments, the injected
+  keyword arguments (a tenant, an access filter) and the run configuration (its
+  ``callbacks`` and ``max_concurrency`` aside), so one tenant is never served another's
+  result;
 * entries expire ``ttl`` seconds after they were stored, measured with an injectable clock
   (``time.monotonic`` by default, immune to wall-clock jumps);
 * when full, expired entries go first, then the least recently used one.
@@ -196,38 +200,45 @@ class CachedTool:
             raise AttributeError(attr)
         return getattr(self.tool, attr)
 
-    def invoke(self, tool_input: Any, **kwargs: Any) -> Any:
-        """``tool.invoke`` through the cache."""
-        key = self._key(tool_input)
+    def invoke(
+        self, tool_input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        """``tool.invoke`` through the cache; ``config`` and ``kwargs`` are part of the key."""
+        key = self._key(tool_input, config, kwargs)
         started = time.perf_counter()
         if key is not None:
             found, value = self.cache.lookup(key)
             if found:
                 _log(self.name, "hit", started)
                 return _rebind(value, tool_input)
-        result = self.tool.invoke(tool_input, **kwargs)
+        result = self.tool.invoke(tool_input, **_with_config(config, kwargs))
         self._store(key, result)
         _log(self.name, "miss", started)
         return result
 
-    async def ainvoke(self, tool_input: Any, **kwargs: Any) -> Any:
+    async def ainvoke(
+        self, tool_input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
         """``tool.ainvoke`` (or ``invoke`` in a thread) through the cache."""
-        key = self._key(tool_input)
+        key = self._key(tool_input, config, kwargs)
         started = time.perf_counter()
         if key is not None:
             found, value = self.cache.lookup(key)
             if found:
                 _log(self.name, "hit", started)
                 return _rebind(value, tool_input)
+        options = _with_config(config, kwargs)
         if callable(getattr(self.tool, "ainvoke", None)):
-            result = await self.tool.ainvoke(tool_input, **kwargs)
+            result = await self.tool.ainvoke(tool_input, **options)
         else:
-            result = await asyncio.to_thread(self.tool.invoke, tool_input, **kwargs)
+            result = await asyncio.to_thread(self.tool.invoke, tool_input, **options)
         self._store(key, result)
         _log(self.name, "miss", started)
         return result
 
-    def _key(self, tool_input: Any) -> str | None:
+    def _key(
+        self, tool_input: Any, config: Mapping[str, Any] | None, injected: Mapping[str, Any]
+    ) -> str | None:
         # A ToolCall gives a ToolMessage and plain arguments give the raw result: keep apart.
         if isinstance(tool_input, Mapping) and is_tool_call(tool_input):
             kind, raw = "message", tool_input["args"]
@@ -237,7 +248,9 @@ class CachedTool:
             arguments = parse_arguments(raw)
         except ToolInputError:  # invalid input is the tool's to report, uncached
             return None
-        return ToolResultCache.make_key(f"{self.name}\x00{kind}", arguments)
+        settings = {k: v for k, v in (config or {}).items() if k not in _CONFIG_NOT_KEYED}
+        everything = {"arguments": arguments, "injected": dict(injected), "config": settings}
+        return ToolResultCache.make_key(f"{self.name}\x00{kind}", everything)
 
     def _store(self, key: str | None, result: Any) -> None:
         if key is None or (isinstance(result, ToolMessage) and result.status == "error"):
@@ -301,7 +314,10 @@ def cached(
     """Decorator caching a deterministic function's results (sync or async).
 
     The key is ``name`` (default: the function's qualified name) and the canonical JSON of the
-    arguments bound to the signature, defaults applied. The cache is ``wrapper.cache``.
+    arguments bound to the signature, defaults applied. The cache is ``wrapper.cache``. The
+    wrapper keeps the function's signature and type hints (``__wrapped__``) and, for an
+    ``async def``, is itself an ``async def``, so ``@tool`` over ``@cached`` infers the same
+    schema and the same sync/async kind as over the bare function.
 
     Example:
         >>> @cached(ttl=60)
@@ -313,9 +329,29 @@ def cached(
 
     def decorator(func: Callable[_P, _R]) -> CachedFunction[_P, _R]:
         store = cache if cache is not None else ToolResultCache(maxsize, ttl)
-        return CachedFunction(func, store, name or func.__qualname__)
+        wrapper = CachedFunction(func, store, name or func.__qualname__)
+        if not wrapper._is_async:
+            return wrapper
+
+        # An async function must stay one to ``inspect.iscoroutinefunction`` (``@tool`` and
+        # LangChain decide sync or async by it), which a callable object is not on 3.11.
+        @functools.wraps(func)
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            return await wrapper(*args, **kwargs)  # type: ignore[misc]
+
+        call_async.cache = store  # type: ignore[attr-defined]
+        call_async.cache_name = wrapper.cache_name  # type: ignore[attr-defined]
+        return cast(CachedFunction[_P, _R], call_async)
 
     return decorator
+
+
+_CONFIG_NOT_KEYED = frozenset({"callbacks", "max_concurrency"})
+"""Run-config keys that cannot change a result (observers, a batch's thread bound)."""
+
+
+def _with_config(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return kwargs if config is None else {"config": config, **kwargs}
 
 
 def _rebind(value: Any, tool_input: Any) -> Any:

@@ -9,7 +9,11 @@ Two ways to write a tool as a class, beside the function-based ``@tool`` of Lang
   ``function`` property is the OpenAI-compatible ``{name, description, parameters}``. The
   parameter definition is checked when the tool is instantiated, so a broken schema fails early.
   Instances take keyword configuration (``self.config``), which is what
-  :func:`~retrieval.tools.registry.get_tool` passes.
+  :func:`~retrieval.tools.registry.get_tool` passes. Qwen-Agent's descriptive attributes are
+  there too: ``name_for_human`` (default: the name), ``args_format`` (how to write the
+  arguments, for prompts), ``file_access`` (the tool reads files it is given), and a
+  ``timeout`` (class attribute or ``timeout=`` configuration) past which a run is a
+  :class:`~retrieval.tools.exceptions.ToolTimeoutError`.
 * :class:`ModelTool` (seed 001's ``ToolExecutor`` entries): a pydantic model class is the
   argument schema and its ``run`` method the logic. Arguments are validated (and coerced) by
   the model; ``run`` may be an instance method (called on the validated model, no arguments),
@@ -28,7 +32,6 @@ propagate.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from abc import ABC, abstractmethod
@@ -38,8 +41,10 @@ from typing import Any, overload
 from pydantic import BaseModel, ValidationError
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.concurrency import call_with_timeout, in_thread
 from ragtools.retrieval.tools.exceptions import ErrorHandler, check_error_handler, handled_content
 from ragtools.retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call
+from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.params import (
     ParametersSpec,
     ToolInfo,
@@ -61,9 +66,13 @@ class _InvokeMixin:
 
     name: str
     handle_tool_error: ErrorHandler = True
+    timeout: float | None = None
 
     def _run(self, arguments: ToolArguments, **kwargs: Any) -> Any:
         raise NotImplementedError
+
+    def _timed_run(self, arguments: ToolArguments, **kwargs: Any) -> Any:
+        return call_with_timeout(lambda: self._run(arguments, **kwargs), self.timeout, self.name)
 
     @overload
     def invoke(self, tool_input: ToolCall, **kwargs: Any) -> ToolMessage: ...
@@ -84,22 +93,27 @@ class _InvokeMixin:
                 with a ToolCall (or when ``handle_tool_error`` is off).
         """
         if not (isinstance(tool_input, Mapping) and is_tool_call(tool_input)):
-            return self._run(tool_input, **kwargs)
+            result = self._timed_run(tool_input, **kwargs)
+            return result.content if isinstance(result, ToolOutput) else result
         call_id = str(tool_input.get("id") or "")
         try:
-            result = self._run(tool_input["args"], **kwargs)
+            result = self._timed_run(tool_input["args"], **kwargs)
         except ToolInputError as exc:
             content = handled_content(self.handle_tool_error, exc, str(exc))
             logger.info("tool %r rejected its input: %s", self.name, exc)
             return ToolMessage(
                 content=content, tool_call_id=call_id, name=self.name, status="error"
             )
-        return ToolMessage(content=format_result(result), tool_call_id=call_id, name=self.name)
+        artifact = result.artifact if isinstance(result, ToolOutput) else None
+        content = result.content if isinstance(result, ToolOutput) else result
+        return ToolMessage(
+            content=format_result(content), artifact=artifact, tool_call_id=call_id, name=self.name
+        )
 
     async def ainvoke(self, tool_input: ToolCall | ToolArguments, **kwargs: Any) -> Any:
         """Async :meth:`invoke` (runs it in a worker thread, so the event loop stays free)."""
         invoke: Callable[..., Any] = self.invoke
-        return await asyncio.to_thread(invoke, tool_input, **kwargs)
+        return await in_thread(invoke, tool_input, **kwargs)
 
 
 class FunctionTool(_InvokeMixin, ABC):
@@ -113,6 +127,11 @@ class FunctionTool(_InvokeMixin, ABC):
         parameters: list form (``[{"name", "type", "description", "required"}]``) or a JSON
             schema of type object.
         strict_json: parse argument text as strict JSON instead of JSON5.
+        name_for_human: a display name (default: ``name``).
+        args_format: how the arguments are written, for prompts that list tools.
+        file_access: the tool reads files handed to it (Qwen-Agent's flag).
+        timeout: seconds a run may take (``None``: no limit); ``timeout=`` configuration
+            overrides it per instance.
         handle_tool_error: how ``invoke`` with a ToolCall answers a ToolInputError (a
             ToolException included): ``True`` (its text), a string, ``exc -> str`` (a
             ``staticmethod`` when set on the class), or ``False`` to raise it.
@@ -141,6 +160,9 @@ class FunctionTool(_InvokeMixin, ABC):
     description: str = ""
     parameters: ParametersSpec = ()
     strict_json: bool = False
+    name_for_human: str = ""
+    args_format: str = "Format the arguments as a JSON object."
+    file_access: bool = False
 
     def __init__(self, **config: Any) -> None:
         if not self.name:
@@ -151,6 +173,12 @@ class FunctionTool(_InvokeMixin, ABC):
         check_error_handler(type(self).__name__, "handle_tool_error", self.handle_tool_error)
         self.config: dict[str, Any] = dict(config)
         self._schema = to_json_schema(self.parameters)
+        self.timeout = self.config.get("timeout", self.timeout)
+        if self.timeout is not None and not self.timeout > 0:
+            msg = f"tool {self.name!r}: timeout must be > 0 seconds or None, got {self.timeout}"
+            raise ConfigError(msg)
+        if not self.name_for_human:
+            self.name_for_human = self.name
 
     @abstractmethod
     def call(self, params: ToolArguments, **kwargs: Any) -> Any:

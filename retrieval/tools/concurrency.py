@@ -9,13 +9,24 @@ the caller's context, so context variables (the current tool-call id) reach the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-__all__ = ["abatch_calls", "batch_calls", "run_coroutine_sync"]
+from ragtools.retrieval.tools.exceptions import ToolTimeoutError
+
+__all__ = [
+    "abatch_calls",
+    "acall_with_timeout",
+    "batch_calls",
+    "call_with_timeout",
+    "in_thread",
+    "run_coroutine_sync",
+]
 
 _T = TypeVar("_T")
 
@@ -84,3 +95,70 @@ def run_coroutine_sync(factory: Callable[[], Awaitable[_T]]) -> _T:
     with ThreadPoolExecutor(max_workers=1) as pool:
         context = contextvars.copy_context()
         return pool.submit(context.run, asyncio.run, main()).result()
+
+
+def call_with_timeout(func: Callable[[], _T], timeout: float | None, tool: str) -> _T:
+    """``func()``, or :class:`ToolTimeoutError` if it has not returned after ``timeout`` s.
+
+    With a timeout the call runs in a daemon thread (in a copy of the caller's context) so the
+    caller can stop waiting; Python cannot stop the thread itself, so a timed-out call runs
+    on and its result is discarded. Daemon, so a stuck tool never blocks interpreter exit.
+    """
+    if timeout is None:
+        return func()
+    outcome: dict[str, Any] = {}
+    context = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            outcome["value"] = context.run(func)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"tool-{tool}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise ToolTimeoutError(tool, timeout)
+    if "error" in outcome:
+        raise outcome["error"]
+    return cast(_T, outcome["value"])
+
+
+async def acall_with_timeout(awaitable: Awaitable[_T], timeout: float | None, tool: str) -> _T:
+    """``await awaitable``, or :class:`ToolTimeoutError` after ``timeout`` s (it is cancelled)."""
+    if timeout is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, timeout)
+    except asyncio.TimeoutError as exc:
+        raise ToolTimeoutError(tool, timeout) from exc
+
+
+async def in_thread(func: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+    """Await ``func(*args, **kwargs)`` run in its own daemon thread (context copied).
+
+    Unlike :func:`asyncio.to_thread`, the thread is not in the loop's default executor, which
+    :func:`asyncio.run` joins on exit: a sync tool still running after its timeout must not
+    keep the program from finishing. Cancelling the await abandons the result.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[_T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():
+            setter(value)
+
+    def target() -> None:
+        try:
+            value = context.run(func, *args, **kwargs)
+        except BaseException as exc:  # handed to the awaiting task, whatever it is
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_exception, exc)
+        else:
+            outcome = (future.set_result, value)
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(settle, *outcome)
+
+    threading.Thread(target=target, name="tool-worker", daemon=True).start()
+    return await future

@@ -19,8 +19,12 @@ coroutine. The wrapped object of the fourth form is either *runnable-like* (it h
 ``invoke``, and maybe ``ainvoke``: a LangChain Runnable, a retriever, a chain) or a plain
 callable object. A runnable-like object gets the validated arguments as one dict when there
 is a schema (``args_schema``, or an ``input_schema`` model with fields, as LangChain runnables
-expose), otherwise it gets the single string input. A callable object is treated like a
-function (schema from its ``__call__`` signature).
+expose), otherwise its one input unchanged, a string or a whole dict
+(:class:`~retrieval.tools.convert.RunnableTool`), so the seed's
+``tool("uppercase", RunnableLambda(lambda x: x["query"].upper()))`` answers
+``invoke({"query": "abc"})``. Its description defaults to its own ``description``, or for a
+LangChain Runnable to its ``repr`` (as LangChain's decorator does). A callable object is
+treated like a function (schema from its ``__call__`` signature).
 
 ``error_on_invalid_docstring`` defaults to True here, as in LangChain's decorator (it only
 matters with ``parse_docstring=True``).
@@ -38,6 +42,7 @@ from pydantic import BaseModel
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat
+from ragtools.retrieval.tools.convert import RunnableTool, runnable_description
 from ragtools.retrieval.tools.simple import Tool
 from ragtools.retrieval.tools.structured import StructuredTool
 
@@ -213,21 +218,21 @@ def _is_runnable_like(obj: Any) -> bool:
 
 
 def _from_runnable(name: str, obj: Any, options: _Options) -> BaseTool:
-    description = options.description or getattr(obj, "description", None)
-    if not isinstance(description, str) or not description:
+    description = options.description or runnable_description(obj)
+    if not description:
         msg = f"tool {name!r} wraps {type(obj).__name__}; pass description= for the model"
         raise ConfigError(msg)
     schema = options.args_schema or _runnable_input_schema(obj)
     has_async = callable(getattr(obj, "ainvoke", None))
     if schema is None:
 
-        def call_one(tool_input: str) -> Any:
+        def call_one(tool_input: Any) -> Any:
             return obj.invoke(tool_input)
 
-        async def acall_one(tool_input: str) -> Any:
+        async def acall_one(tool_input: Any) -> Any:
             return await obj.ainvoke(tool_input)
 
-        return Tool(
+        return RunnableTool(  # the input goes in whole: a string, or the dict
             name=name,
             func=call_one,
             coroutine=acall_one if has_async else None,

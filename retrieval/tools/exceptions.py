@@ -26,7 +26,13 @@ from typing import Any, TypeAlias
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
 
-__all__ = ["ErrorHandler", "ToolException", "check_error_handler", "handled_content"]
+__all__ = [
+    "ErrorHandler",
+    "ToolException",
+    "ToolTimeoutError",
+    "check_error_handler",
+    "handled_content",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +42,18 @@ ErrorHandler: TypeAlias = bool | str | Callable[[Exception], Any] | None
 
 class ToolException(ToolInputError):
     """A recoverable tool error whose message is meant to be shown to the model."""
+
+
+class ToolTimeoutError(ToolException, TimeoutError):
+    """A tool run took longer than its timeout; the message names the tool and the limit."""
+
+    def __init__(self, tool: str, timeout: float) -> None:
+        super().__init__(
+            f"tool {tool!r} did not finish within its timeout of {timeout:g} s; try a simpler "
+            "request or another tool"
+        )
+        self.tool = tool
+        self.timeout = timeout
 
 
 def check_error_handler(owner: str, option: str, value: object) -> None:

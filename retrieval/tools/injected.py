@@ -8,7 +8,9 @@ cannot set it through the schema it is shown). The application supplies it at ru
 :class:`~retrieval.tools.messages.ToolCall` being answered, so such a tool can only run from a
 full ToolCall.
 
-The marker may be the class itself or an instance (``InjectedToolArg()``), as in LangChain.
+The marker may be the class itself or an instance (``InjectedToolArg()``), as in LangChain,
+and LangChain's own markers (``langchain_core.tools.InjectedToolArg``/``InjectedToolCallId``)
+count as ours, so a function annotated for LangChain hides the same arguments here.
 
 :class:`RunConfig` is the optional ``config`` mapping of ``invoke``; a tool function receives
 it if it declares a parameter annotated ``RunConfig`` (or LangChain's ``RunnableConfig``), and
@@ -52,6 +54,8 @@ class RunConfig(TypedDict, total=False):
         run_name: a name for this run in logs.
         max_concurrency: upper bound on parallel calls in ``batch``/``abatch``.
         configurable: application values a tool may read (e.g. a tenant id).
+        callbacks: handed to a tool function that declares a ``callbacks`` parameter
+            (LangChain's run-time injection; ``None`` when not given).
     """
 
     tags: list[str]
@@ -59,6 +63,7 @@ class RunConfig(TypedDict, total=False):
     run_name: str
     max_concurrency: int | None
     configurable: dict[str, Any]
+    callbacks: Any
 
 
 def is_injected_metadata(
@@ -70,9 +75,22 @@ def is_injected_metadata(
         metadata: the objects after the first argument of ``Annotated[...]``.
         marker: ``InjectedToolArg`` (any injected kind) or ``InjectedToolCallId``.
     """
+    return any(_is_marker(item, marker) for item in metadata)
+
+
+def _is_marker(item: object, marker: type[InjectedToolArg]) -> bool:
+    """``item`` is ``marker`` (class or instance), ours or LangChain's of the same name.
+
+    LangChain's ``InjectedToolArg``/``InjectedToolCallId`` (and LangGraph's ``InjectedState``,
+    a subclass) are matched by class name along the MRO, so a function written for LangChain
+    keeps its hidden arguments hidden here, without importing LangChain.
+    """
+    cls = item if isinstance(item, type) else type(item)
+    if issubclass(cls, marker):
+        return True
     return any(
-        isinstance(item, marker) or (isinstance(item, type) and issubclass(item, marker))
-        for item in metadata
+        base.__name__ == marker.__name__ and base.__module__.startswith("langchain_core")
+        for base in cls.__mro__
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["ToolCall", "ToolMessage", "is_tool_call", "make_tool_call"]
+__all__ = ["ToolCall", "ToolMessage", "coerce_message", "is_tool_call", "make_tool_call"]
 
 
 class ToolCall(TypedDict):
@@ -61,3 +61,25 @@ class ToolMessage(BaseModel):
     tool_call_id: str
     name: str | None = None
     status: Literal["success", "error"] = "success"
+
+
+def coerce_message(value: object) -> ToolMessage | None:
+    """``value`` as our :class:`ToolMessage`, or ``None`` when it is not a tool message.
+
+    Ours is returned as is; another framework's (LangChain's ``ToolMessage``: same field
+    names) is copied field by field, so its artifact and status survive instead of the whole
+    message being dumped into ``content``.
+    """
+    if isinstance(value, ToolMessage):
+        return value
+    if type(value).__name__ != "ToolMessage" or not hasattr(value, "tool_call_id"):
+        return None
+    status = getattr(value, "status", "success")
+    content = getattr(value, "content", "")
+    return ToolMessage(
+        content=content if isinstance(content, (str, list)) else str(content),
+        artifact=getattr(value, "artifact", None),
+        tool_call_id=str(getattr(value, "tool_call_id", "") or ""),
+        name=getattr(value, "name", None),
+        status=status if status in ("success", "error") else "success",
+    )

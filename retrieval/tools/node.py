@@ -10,9 +10,10 @@ Choices, after Eino's ``ToolsNodeConfig``:
   :meth:`ToolsNode.ainvoke`); ``execute_sequentially=True`` runs them one after another in
   input order and stops at the first error.
 * A call naming a tool the node does not have goes to ``unknown_tools_handler(name, arguments)``
-  whose string becomes the result; without a handler the node raises
-  :class:`~retrieval.tools.registry.UnknownToolError` naming the tool and the known ones, before
-  running any call (a hallucinated name is a bug in the conversation, not in one call).
+  whose string becomes the result; without a handler it is an error message naming the known
+  tools (LangGraph's ``ToolNode`` wording), or, when the node is told to raise
+  (``handle_tool_error=False``), :class:`~retrieval.tools.registry.UnknownToolError` before
+  any call runs.
 * ``tool_arguments_handler(name, arguments)`` receives each known call's raw arguments as JSON
   text (dict arguments are serialised first, so the handler always sees text, like Eino's) and
   returns text or a dict; the result is parsed leniently (JSON5) by
@@ -21,11 +22,20 @@ Choices, after Eino's ``ToolsNodeConfig``:
   wraps each call; callbacks (:class:`~retrieval.tools.execution.ToolCallbacks`) run innermost,
   around the tool itself. :func:`~retrieval.tools.execution.get_current_tool_call_id` gives the
   current call id inside tools, middleware and callbacks.
-* Errors propagate, like Eino: in parallel mode every call finishes, then the first failure in
-  call order is raised. ``handle_tool_error`` (the option of the same name on every tool)
-  turns them into messages with ``status="error"`` instead: ``True`` (the exception text), a
-  fixed string, or a callable ``exc -> str``. Errors of the arguments handler and of argument
-  parsing count as the call's errors.
+* Errors keep the agent loop alive by default, as in LangGraph's ``ToolNode``: the default
+  ``handle_tool_error`` (:func:`~retrieval.tools.runner.recoverable_error_text`) answers a
+  ToolException, invalid arguments, an unknown tool or a timeout with a ``status="error"``
+  message ``"Error: ..."``, and raises bugs. ``True`` turns every exception into a message,
+  a string or a callable ``exc -> str`` as on every tool, and ``False`` raises everything
+  (in parallel mode every call finishes, then the first failure in call order is raised).
+  Errors of the arguments handler and of argument parsing count as the call's errors.
+* Per-call options (Eino's tool options): ``timeout`` (seconds, or ``{tool name: seconds}``)
+  and ``injected`` (values of the tools' ``InjectedToolArg`` arguments, e.g. a tenant), given
+  to the node as defaults and to ``invoke``/``ainvoke``/``stream`` per call, the latter
+  winning. A call past its timeout becomes an error message naming the tool and the limit;
+  the others go on. Injected arguments the model sends are dropped, never used.
+* LangGraph's state form works too: ``invoke({"messages": [..., ai_message]})`` runs the last
+  message's tool calls and returns ``{"messages": [tool messages]}``.
 * :meth:`ToolsNode.stream` yields :class:`~retrieval.tools.execution.ToolChunk` objects tagged
   with the call index; tools with a ``stream`` method stream chunk by chunk, others give one
   chunk; every call's last chunk carries its complete message, so
@@ -45,22 +55,34 @@ import queue
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.base import BaseTool
+from ragtools.retrieval.tools.calls import (
+    Timeout,
+    call_list,
+    call_name,
+    check_timeout,
+    is_state,
+    last_calls,
+)
 from ragtools.retrieval.tools.exceptions import ErrorHandler, check_error_handler
 from ragtools.retrieval.tools.execution import ToolCallbacks, ToolChunk, ToolMiddleware
 from ragtools.retrieval.tools.messages import ToolMessage
 from ragtools.retrieval.tools.params import ToolInfo
 from ragtools.retrieval.tools.registry import UnknownToolError
+from ragtools.retrieval.tools.render import convert_to_openai_function
 from ragtools.retrieval.tools.runner import (
     CallRunner,
     ResolvedCall,
     ToolArgumentsHandler,
     UnknownToolsHandler,
     can_stream,
+    recoverable_error_text,
 )
 
 logger = logging.getLogger(__name__)
@@ -97,11 +119,14 @@ class StreamableTool(Protocol):
 def tool_info(tool: InvokableTool | StreamableTool) -> ToolInfo:
     """Describe a tool for a model, from whichever form its parameters are given in.
 
-    Looks, in order, for a Qwen-style ``function`` dict, a ``tool_call_schema`` or
-    ``args_schema`` (pydantic model class or JSON-schema dict), then ``parameters`` (list form
-    or JSON schema); a tool with none of them takes no arguments.
+    Looks, in order, for one of our tools (the very schema :func:`convert_to_openai_tool`
+    exports), a Qwen-style ``function`` dict, a ``tool_call_schema`` or ``args_schema``
+    (pydantic model class or JSON-schema dict), then ``parameters`` (list form or JSON
+    schema); a tool with none of them takes no arguments.
     """
     name, description = tool.name, getattr(tool, "description", "") or ""
+    if isinstance(tool, BaseTool):
+        return ToolInfo(name, description, convert_to_openai_function(tool)["parameters"])
     function = getattr(tool, "function", None)
     if isinstance(function, Mapping):
         return ToolInfo(name, description, function.get("parameters"))
@@ -135,10 +160,13 @@ class ToolsNode:
         tool_arguments_handler: ``(name, arguments_json) -> str | dict`` run before each call.
         middlewares: wrappers around each call; the first is the outermost.
         callbacks: one or several :class:`ToolCallbacks`.
-        handle_tool_error: ``False`` raises; ``True``, a string or ``exc -> str`` gives an error
-            message instead.
+        handle_tool_error: default: recoverable errors become ``"Error: ..."`` messages, bugs
+            raise; ``False`` raises all; ``True``, a string or ``exc -> str`` turns every
+            error into a message.
         max_workers: thread-pool size for parallel sync calls (default: one per call).
         strict_json: parse argument text as strict JSON instead of JSON5.
+        timeout: default per-call timeout (seconds, or by tool name).
+        injected: default values of the tools' injected arguments.
 
     Raises:
         ConfigError: duplicate or empty tool names, a tool with neither ``invoke`` nor
@@ -160,9 +188,11 @@ class ToolsNode:
         tool_arguments_handler: ToolArgumentsHandler | None = None,
         middlewares: Sequence[ToolMiddleware] = (),
         callbacks: ToolCallbacks | Sequence[ToolCallbacks] | None = None,
-        handle_tool_error: ErrorHandler = False,
+        handle_tool_error: ErrorHandler = recoverable_error_text,
         max_workers: int | None = None,
         strict_json: bool = False,
+        timeout: Timeout = None,
+        injected: Mapping[str, Any] | None = None,
     ) -> None:
         self._tools: dict[str, Any] = {}
         for tool in tools:
@@ -185,8 +215,11 @@ class ToolsNode:
             msg = f"max_workers must be >= 1 or None, got {max_workers}"
             raise ConfigError(msg)
         check_error_handler("ToolsNode", "handle_tool_error", handle_tool_error)
+        check_timeout(timeout)
         self.execute_sequentially = execute_sequentially
-        self._has_unknown_handler = unknown_tools_handler is not None
+        self.timeout = timeout
+        self.injected = dict(injected or {})
+        self._raise_unknown = unknown_tools_handler is None and handle_tool_error in (None, False)
         self._max_workers = max_workers
         self._runner = CallRunner(
             unknown_tools_handler=unknown_tools_handler,
@@ -196,6 +229,7 @@ class ToolsNode:
             handle_tool_error=handle_tool_error,
             strict_json=strict_json,
         )
+        self._runner.known = sorted(self._tools)
 
     @property
     def tools(self) -> dict[str, InvokableTool | StreamableTool]:
@@ -212,19 +246,31 @@ class ToolsNode:
 
     # ---- public entry points -------------------------------------------------------------
 
-    def invoke(self, tool_calls: Any) -> list[ToolMessage]:
+    def invoke(
+        self, tool_calls: Any, *, timeout: Timeout = None, injected: Mapping[str, Any] | None = None
+    ) -> Any:
         """Run the calls; one message per call, in the calls' order.
 
         Args:
             tool_calls: a list of ToolCall dicts (``args`` a dict or JSON text) or OpenAI-style
                 ``{"id", "function": {"name", "arguments"}}`` dicts, or a message carrying them
-                in ``.tool_calls`` / ``["tool_calls"]``.
+                in ``.tool_calls`` / ``["tool_calls"]``, or LangGraph's ``{"messages": [...]}``
+                state (its last message's calls; the result is then ``{"messages": [...]}``).
+            timeout: this call's timeout (seconds or by tool name); default the node's.
+            injected: values of injected arguments for this call, over the node's.
+
+        Returns:
+            ``list[ToolMessage]`` (``{"messages": list[ToolMessage]}`` for a state dict).
 
         Raises:
-            UnknownToolError: a call names a missing tool and there is no handler.
-            Exception: the first failing call's exception, unless ``handle_tool_error``.
+            UnknownToolError: a call names a missing tool and the node raises errors.
+            Exception: a failing call's exception the error handler does not answer.
         """
-        calls = self._resolve(tool_calls)
+        if is_state(tool_calls):
+            return {
+                "messages": self.invoke(last_calls(tool_calls), timeout=timeout, injected=injected)
+            }
+        calls = self._resolve(tool_calls, timeout, injected)
         if self.execute_sequentially or len(calls) <= 1:
             return [self._runner.invoke(call) for call in calls]
         with ThreadPoolExecutor(self._workers(calls), thread_name_prefix="ToolsNode") as pool:
@@ -234,9 +280,14 @@ class ToolsNode:
             ]
         return [future.result() for future in futures]
 
-    async def ainvoke(self, tool_calls: Any) -> list[ToolMessage]:
+    async def ainvoke(
+        self, tool_calls: Any, *, timeout: Timeout = None, injected: Mapping[str, Any] | None = None
+    ) -> Any:
         """Async :meth:`invoke`: calls run concurrently with ``asyncio.gather``."""
-        calls = self._resolve(tool_calls)
+        if is_state(tool_calls):
+            answers = await self.ainvoke(last_calls(tool_calls), timeout=timeout, injected=injected)
+            return {"messages": answers}
+        calls = self._resolve(tool_calls, timeout, injected)
         if self.execute_sequentially:
             return [await self._runner.ainvoke(call) for call in calls]
         results = await asyncio.gather(
@@ -249,24 +300,39 @@ class ToolsNode:
             messages.append(result)
         return messages
 
-    def stream(self, tool_calls: Any) -> Iterator[ToolChunk]:
+    def stream(
+        self, tool_calls: Any, *, timeout: Timeout = None, injected: Mapping[str, Any] | None = None
+    ) -> Iterator[ToolChunk]:
         """Run the calls and yield their results as :class:`ToolChunk` objects.
 
         Unknown tools are detected before anything runs (so this raises immediately); tool
         errors are raised from the iterator when they occur (or become an error message with
         ``handle_tool_error``). In parallel mode chunks of different calls interleave.
         """
-        calls = self._resolve(tool_calls)
+        calls = self._resolve(tool_calls, timeout, injected)
         if self.execute_sequentially or len(calls) <= 1:
             return self._stream_sequential(calls)
         return self._stream_parallel(calls)
 
     # ---- resolution ----------------------------------------------------------------------
 
-    def _resolve(self, tool_calls: Any) -> list[ResolvedCall]:
-        calls = [self._to_call(i, raw) for i, raw in enumerate(_call_list(tool_calls))]
+    def _resolve(
+        self, tool_calls: Any, timeout: Timeout, injected: Mapping[str, Any] | None
+    ) -> list[ResolvedCall]:
+        check_timeout(timeout)
+        limits = timeout if timeout is not None else self.timeout
+        values = {**self.injected, **(injected or {})}
+        calls = [
+            replace(
+                self._to_call(i, raw),
+                timeout=limits.get(name) if isinstance(limits, Mapping) else limits,
+                injected=values,
+            )
+            for i, raw in enumerate(call_list(tool_calls))
+            for name in [call_name(raw)]
+        ]
         missing = [call.name for call in calls if call.tool is None]
-        if missing and not self._has_unknown_handler:
+        if missing and self._raise_unknown:
             known = ", ".join(sorted(self._tools)) or "(none)"
             msg = f"Tool {missing[0]!r} not found in this ToolsNode; known tools: {known}"
             raise UnknownToolError(msg)
@@ -321,19 +387,3 @@ class ToolsNode:
                 raise item.exc
             else:
                 yield item
-
-
-def _call_list(tool_calls: Any) -> list[Any]:
-    if isinstance(tool_calls, Mapping):
-        if "tool_calls" not in tool_calls:
-            msg = "Pass a list of tool calls, or a message with 'tool_calls'; got a single dict"
-            raise ConfigError(msg)
-        return list(tool_calls["tool_calls"] or [])
-    if isinstance(tool_calls, (list, tuple)):
-        return list(tool_calls)
-    nested = getattr(tool_calls, "tool_calls", None)
-    if isinstance(nested, (list, tuple)):
-        return list(nested)
-    kind = type(tool_calls).__name__
-    msg = f"Expected a list of tool calls or an object with .tool_calls, got {kind}"
-    raise ConfigError(msg)

@@ -3,8 +3,10 @@
 Models send tool arguments as JSON text, and not always valid JSON: trailing commas, single
 quotes and unquoted keys are common. Following Qwen-Agent's ``_verify_json_format_args``, text
 is parsed with ``json5`` (a superset of JSON), unless ``strict_json=True`` asks for the standard
-library's ``json``. Anything that does not give a JSON object fails with one message the model
-can act on: ``"Parameters must be formatted as a valid JSON!"``.
+library's ``json``. Text that is not JSON but looks like ``key=value&key2=value2`` (Qwen-Agent's
+last fallback, what some models write for simple tools) becomes a dict of strings, which the
+schema then validates. Anything else fails with one message the model can act on:
+``"Parameters must be formatted as a valid JSON!"``.
 
 A tool's parameters can be described in two forms (Eino's ``ParamsOneOf``, Qwen-Agent's
 ``parameters``):
@@ -88,6 +90,9 @@ def parse_arguments(
     try:
         value = json.loads(params) if strict_json else json5.loads(params)
     except ValueError as exc:  # json.JSONDecodeError and json5's errors are ValueErrors
+        pairs = None if strict_json else _key_value_pairs(params)
+        if pairs is not None:
+            return pairs
         msg = f"{INVALID_JSON_MESSAGE} Could not parse {_preview(params)}: {exc}"
         raise ToolInputError(msg) from exc
     if not isinstance(value, dict):
@@ -212,12 +217,15 @@ def verify_arguments(
 def format_result(value: Any, *, indent: int | None = 2) -> str:
     """Render a tool's return value as the text a model reads.
 
-    Strings are returned unchanged; ``None`` becomes ``""``; dicts, lists, tuples and pydantic
-    models become JSON with non-ASCII characters kept (``ensure_ascii=False``), values JSON
-    cannot encode falling back to ``str``; anything else is ``str(value)``.
+    Strings are returned unchanged; ``None`` becomes ``""``; an exception becomes
+    ``"Error: <its message>"`` (Qwen-Agent's form); dicts, lists, tuples and pydantic models
+    become JSON with non-ASCII characters kept (``ensure_ascii=False``), values JSON cannot
+    encode falling back to ``str``; anything else is ``str(value)``.
     """
     if isinstance(value, str):
         return value
+    if isinstance(value, BaseException):
+        return f"Error: {value}"
     if value is None:
         return ""
     if isinstance(value, BaseModel):
@@ -253,6 +261,17 @@ class ToolInfo:
     def to_openai_tool(self) -> dict[str, Any]:
         """The OpenAI tool: ``{"type": "function", "function": {...}}``."""
         return {"type": "function", "function": self.to_function()}
+
+
+def _key_value_pairs(text: str) -> dict[str, Any] | None:
+    """``a=1&b=x`` as ``{"a": "1", "b": "x"}``; ``None`` unless every part is ``key=value``."""
+    pairs: dict[str, Any] = {}
+    for part in text.strip().split("&"):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or "{" in key or '"' in key:
+            return None
+        pairs[key.strip()] = value.strip()
+    return pairs
 
 
 def _preview(text: str, limit: int = 200) -> str:

@@ -1,8 +1,10 @@
 """A registry of tool classes by name (Qwen-Agent's ``register_tool`` / ``TOOL_REGISTRY``).
 
-``@register_tool("name")`` records a :class:`~retrieval.tools.classtool.FunctionTool` subclass
-in the global :data:`TOOL_REGISTRY`; ``get_tool(name, **config)`` instantiates it with that
-configuration; ``list_tools()`` gives the names in registration order.
+``@register_tool("name")`` records a tool class (a Qwen-style
+:class:`~retrieval.tools.classtool.FunctionTool` subclass or a subclass of the package's own
+:class:`~retrieval.tools.base.BaseTool`) in the global :data:`TOOL_REGISTRY`;
+``get_tool(name, **config)`` instantiates it with that configuration; ``list_tools()`` gives
+the names in registration order.
 
 Rules, as in Qwen-Agent:
 
@@ -10,17 +12,22 @@ Rules, as in Qwen-Agent:
   ``allow_overwrite=True``, which replaces the class and logs a warning;
 * a class whose own ``name`` attribute is set and differs from the registered name is a
   ``ConfigError`` (an empty ``name`` is filled in with the registered one);
-* only ``FunctionTool`` subclasses can be registered.
+* only ``FunctionTool`` and ``BaseTool`` subclasses can be registered; ``get_tool`` gives a
+  ``BaseTool`` subclass its registered name unless the configuration names it.
 
-Looking up a name that is not registered raises :class:`UnknownToolError`, which is both a
+Looking up a name that is not registered raises :class:`UnknownToolError`, which is a
 :class:`~parsers.errors.ToolInputError` (a model asked for a tool that does not exist: show it
-the message, which lists the known tools) and a :class:`KeyError` (the registry is a
-``Mapping``, and ``registry[name]`` keeps the mapping contract).
+the message, which lists the known tools), a :class:`ValueError` (what Qwen-Agent's
+``get_tool`` raises) and a :class:`KeyError` (the registry is a ``Mapping``, and
+``registry[name]`` keeps the mapping contract).
 
 :class:`ToolExecutor` is the same idea for seed 001's pydantic-model tools
 (:class:`~retrieval.tools.classtool.ModelTool`): ``@executor.register("name", "description")``
 on a model class with a ``run`` method, ``executor.execute(name, params)`` validates and runs,
 ``executor.metadata()`` exports what each tool needs, ``executor.tools()`` feeds a ToolsNode.
+The seed's own method names work too: ``register_tool(name, description)``,
+``execute_tool(name, params)`` (an unknown name gives a "not registered" message, not an
+exception) and ``export_metadata()``.
 
 Global state and tests: build a private :class:`ToolRegistry` and call its methods, or wrap a
 test in ``with TOOL_REGISTRY.scoped():``, which restores the registry's previous content on
@@ -35,9 +42,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticUndefined
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.base import BaseTool
 from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
 
 logger = logging.getLogger(__name__)
@@ -53,11 +62,12 @@ __all__ = [
     "unregister_tool",
 ]
 
-_T = TypeVar("_T", bound=type[FunctionTool])
+ToolClass = type[FunctionTool] | type[BaseTool]
+_T = TypeVar("_T", bound=ToolClass)
 _M = TypeVar("_M", bound=type[BaseModel])
 
 
-class UnknownToolError(ToolInputError, KeyError):
+class UnknownToolError(ToolInputError, KeyError, ValueError):
     """No tool of that name exists; the message lists the known ones."""
 
     def __str__(self) -> str:
@@ -65,11 +75,11 @@ class UnknownToolError(ToolInputError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class ToolRegistry(Mapping[str, type[FunctionTool]]):
+class ToolRegistry(Mapping[str, ToolClass]):
     """Tool classes by name; thread-safe. ``TOOL_REGISTRY`` is the global instance."""
 
     def __init__(self) -> None:
-        self._classes: dict[str, type[FunctionTool]] = {}
+        self._classes: dict[str, ToolClass] = {}
         self._lock = threading.RLock()
 
     def register(self, name: str, *, allow_overwrite: bool = False) -> Callable[[_T], _T]:
@@ -84,13 +94,16 @@ class ToolRegistry(Mapping[str, type[FunctionTool]]):
         """Register ``cls`` under ``name`` (default: its ``name`` attribute) and return it.
 
         Raises:
-            ConfigError: not a FunctionTool subclass, an empty name, a name that conflicts
-                with the class's own ``name``, or a duplicate without ``allow_overwrite``.
+            ConfigError: not a FunctionTool or BaseTool subclass, an empty name, a name that
+                conflicts with the class's own ``name``, or a duplicate without
+                ``allow_overwrite``.
         """
-        if not isinstance(cls, type) or not issubclass(cls, FunctionTool):
-            msg = f"Only FunctionTool subclasses can be registered as tools, got {cls!r}"
+        if not isinstance(cls, type) or not issubclass(cls, (FunctionTool, BaseTool)):
+            msg = (
+                f"Only FunctionTool or BaseTool subclasses can be registered as tools, got {cls!r}"
+            )
             raise ConfigError(msg)
-        own_name = getattr(cls, "name", "")
+        own_name = _own_name(cls)
         name = name if name is not None else own_name
         if not isinstance(name, str) or not name:
             msg = f"A tool name must be a non-empty string, got {name!r} for {cls.__name__}"
@@ -115,12 +128,13 @@ class ToolRegistry(Mapping[str, type[FunctionTool]]):
                     self._classes[name].__name__,
                     cls.__name__,
                 )
-            cls.name = name
+            if issubclass(cls, FunctionTool):
+                cls.name = name
             self._classes[name] = cls
         logger.debug("registered tool %r: %s", name, cls.__qualname__)
         return cls
 
-    def unregister(self, name: str) -> type[FunctionTool]:
+    def unregister(self, name: str) -> ToolClass:
         """Remove ``name`` and return its class.
 
         Raises:
@@ -131,17 +145,19 @@ class ToolRegistry(Mapping[str, type[FunctionTool]]):
             del self._classes[name]
         return cls
 
-    def get_tool(self, name: str, **config: Any) -> FunctionTool:
+    def get_tool(self, name: str, **config: Any) -> FunctionTool | BaseTool:
         """Instantiate the tool registered as ``name`` with ``config``.
 
         Raises:
-            UnknownToolError: ``name`` is not registered.
+            UnknownToolError: ``name`` is not registered (a ``ValueError``).
             ConfigError: the class rejected ``config``.
         """
         cls = self[name]
+        if issubclass(cls, BaseTool):
+            config = {"name": name, **config}
         try:
             return cls(**config)
-        except TypeError as exc:
+        except (TypeError, ValidationError) as exc:
             msg = f"Could not create tool {name!r} with config {config!r}: {exc}"
             raise ConfigError(msg) from exc
 
@@ -161,7 +177,7 @@ class ToolRegistry(Mapping[str, type[FunctionTool]]):
             with self._lock:
                 self._classes = saved
 
-    def __getitem__(self, name: str) -> type[FunctionTool]:
+    def __getitem__(self, name: str) -> ToolClass:
         with self._lock:
             cls = self._classes.get(name)
             if cls is None:
@@ -178,6 +194,14 @@ class ToolRegistry(Mapping[str, type[FunctionTool]]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._classes
+
+
+def _own_name(cls: ToolClass) -> str:
+    """The name a tool class gives itself: a FunctionTool's attribute, a BaseTool's default."""
+    if issubclass(cls, BaseTool):
+        default = cls.model_fields["name"].default
+        return "" if default is PydanticUndefined or default is None else str(default)
+    return str(getattr(cls, "name", "") or "")
 
 
 TOOL_REGISTRY = ToolRegistry()
@@ -201,8 +225,12 @@ def register_tool(name: str, allow_overwrite: bool = False) -> Callable[[_T], _T
     return TOOL_REGISTRY.register(name, allow_overwrite=allow_overwrite)
 
 
-def get_tool(name: str, **config: Any) -> FunctionTool:
-    """Instantiate a globally registered tool; raises :class:`UnknownToolError` if unknown."""
+def get_tool(name: str, **config: Any) -> FunctionTool | BaseTool:
+    """Instantiate a globally registered tool.
+
+    Raises:
+        UnknownToolError: ``name`` is not registered (a ``ValueError``, as in Qwen-Agent).
+    """
     return TOOL_REGISTRY.get_tool(name, **config)
 
 
@@ -211,7 +239,7 @@ def list_tools() -> list[str]:
     return TOOL_REGISTRY.list_tools()
 
 
-def unregister_tool(name: str) -> type[FunctionTool]:
+def unregister_tool(name: str) -> ToolClass:
     """Remove a name from the global registry and return its class."""
     return TOOL_REGISTRY.unregister(name)
 
@@ -291,6 +319,32 @@ class ToolExecutor:
             tool.name: {"description": tool.description, "parameters": tool.function["parameters"]}
             for tool in tools
         }
+
+    # Seed 001's own method names.
+
+    def register_tool(
+        self, name: str, description: str | None = None, *, allow_overwrite: bool = False
+    ) -> Callable[[_M], _M]:
+        """Seed 001's name for :meth:`register`."""
+        return self.register(name, description, allow_overwrite=allow_overwrite)
+
+    def execute_tool(self, name: str, params: str | Mapping[str, Any]) -> Any:
+        """Seed 001's ``execute_tool``: like :meth:`execute`, but an unknown name gives the
+        message ``"Tool 'x' is not registered; ..."`` as the result instead of raising, so the
+        text can go straight back to the model.
+
+        Raises:
+            ToolInputError: the arguments are not valid JSON or fail validation.
+        """
+        try:
+            tool = self.get(name)
+        except UnknownToolError as exc:
+            return str(exc)
+        return tool.execute(params)
+
+    def export_metadata(self) -> dict[str, dict[str, Any]]:
+        """Seed 001's name for :meth:`metadata`."""
+        return self.metadata()
 
     def tools(self) -> list[ModelTool]:
         """The registered tools, in registration order (for a ToolsNode)."""

@@ -53,6 +53,7 @@ from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import Retriever
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.tools.base import ResponseFormat
+from ragtools.retrieval.tools.budget import TokenCounter, fit_blocks, token_counter
 from ragtools.retrieval.tools.structured import StructuredTool
 
 __all__ = [
@@ -165,6 +166,8 @@ def create_retriever_tool(
     response_format: ResponseFormat = "content_and_artifact",
     max_content_chars: int | None = DEFAULT_MAX_CONTENT_CHARS,
     k: int | None = None,
+    max_content_tokens: int | None = None,
+    tokenizer: str | TokenCounter | None = None,
     **tool_kwargs: Any,
 ) -> StructuredTool:
     """Wrap a retriever as a tool with the fixed :class:`RetrieverInput` schema.
@@ -180,6 +183,9 @@ def create_retriever_tool(
             (content only: the caller then chose to have no artifact).
         max_content_chars: content budget in characters (``None``: unlimited).
         k: number of hits to ask the retriever for; ``None`` uses its default.
+        max_content_tokens: a budget in tokens instead (Qwen-Agent's ``max_ref_token``):
+            whole hits while they fit, counted by ``tokenizer`` (see
+            :func:`~retrieval.tools.budget.token_counter`; default the embedder's).
         **tool_kwargs: further :class:`StructuredTool` fields (``return_direct``,
             ``handle_validation_error``, ``extras``, ``metadata``, ...).
 
@@ -200,11 +206,19 @@ def create_retriever_tool(
         [1, 2, 3, 4]
     """
     _check_arguments(retriever, document_prompt, max_content_chars, k)
+    if max_content_tokens is not None and max_content_tokens < 1:
+        msg = f"max_content_tokens must be >= 1 or None, got {max_content_tokens}"
+        raise ConfigError(msg)
+    count = token_counter(tokenizer) if max_content_tokens is not None else None
     search_kwargs: dict[str, Any] = {} if k is None else {"k": k}
 
     def finish(query: str, hits: Any) -> Any:
         hits = _checked_hits(name, hits)
-        if hits:
+        if hits and count is not None and max_content_tokens is not None:
+            blocks = [format_hit(hit, document_prompt) for hit in hits]
+            kept = fit_blocks(blocks, max_content_tokens, count, document_separator)
+            content = document_separator.join(kept)
+        elif hits:
             content = format_hits(
                 hits,
                 document_prompt=document_prompt,
@@ -266,10 +280,17 @@ def _check_arguments(
         raise ConfigError(msg)
     if document_prompt is not None:
         try:
-            list(string.Formatter().parse(document_prompt))
+            parsed = list(string.Formatter().parse(document_prompt))
         except ValueError as exc:
             msg = f"document_prompt {document_prompt!r} is not a valid str.format template: {exc}"
             raise ConfigError(msg) from exc
+        fields = [field for _, field, _, _ in parsed if field is not None]
+        if any(not f or f.split(".")[0].split("[")[0].isdigit() for f in fields):
+            msg = (
+                f"document_prompt {document_prompt!r} has a positional field ('{{}}' or "
+                "'{0}'); name the fields, e.g. '{source}: {text}'"
+            )
+            raise ConfigError(msg)
 
 
 def _checked_hits(name: str, hits: Any) -> list[Hit]:

@@ -11,7 +11,15 @@ in order); :class:`CallRunner` decides *how* one call runs, the same way in ever
    callbacks around the tool itself and logging the call's duration at DEBUG;
 5. any exception of steps 3-4 is re-raised, or turned into an error message
    (``status="error"``) when ``handle_tool_error`` says so (the same option, with the same
-   meaning, as on :class:`~retrieval.tools.base.BaseTool`).
+   meaning, as on :class:`~retrieval.tools.base.BaseTool`). The node's default,
+   :func:`recoverable_error_text`, answers what the model can act on (a ToolException, an
+   unknown tool, invalid arguments, a timeout) with ``"Error: ..."`` and re-raises bugs.
+
+Per-call options travel on the :class:`ResolvedCall`: a ``timeout`` (past it the call is a
+:class:`~retrieval.tools.exceptions.ToolTimeoutError`, the other calls go on) and the
+``injected`` values of the tool's hidden arguments. Hidden arguments are never taken from the
+model: any the model sent are dropped before the middleware sees the call, and the node's
+values are added only when the tool itself is called.
 
 ``invoke`` uses ``tool.invoke`` (or joins ``tool.stream``), ``ainvoke`` uses ``tool.ainvoke`` (or
 ``tool.invoke`` in a thread); when a middleware has an ``invoke`` variant but no ``ainvoke`` one,
@@ -22,14 +30,17 @@ the invoke chain as a single chunk.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ragtools.parsers.errors import ToolInputError
+from ragtools.retrieval.tools.arguments import is_validation_error
+from ragtools.retrieval.tools.base import BaseTool
+from ragtools.retrieval.tools.concurrency import acall_with_timeout, call_with_timeout, in_thread
 from ragtools.retrieval.tools.exceptions import ErrorHandler, handled_content
 from ragtools.retrieval.tools.execution import (
     AsyncInvokeEndpoint,
@@ -44,9 +55,11 @@ from ragtools.retrieval.tools.execution import (
     context_for_call,
     tool_call_scope,
 )
-from ragtools.retrieval.tools.messages import ToolMessage
+from ragtools.retrieval.tools.messages import ToolMessage, coerce_message
 from ragtools.retrieval.tools.params import format_result, parse_arguments
 from ragtools.retrieval.tools.registry import UnknownToolError
+from ragtools.retrieval.tools.runnable import streams_natively
+from ragtools.retrieval.tools.schema import injected_fields
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +69,8 @@ __all__ = [
     "ToolArgumentsHandler",
     "UnknownToolsHandler",
     "can_stream",
+    "hidden_arguments",
+    "recoverable_error_text",
 ]
 
 UnknownToolsHandler = Callable[[str, str], str]
@@ -74,6 +89,8 @@ class ResolvedCall:
         name: the tool name the model used.
         raw_arguments: the arguments as sent (JSON text, a dict or ``None``).
         tool: the tool, or ``None`` when the model named an unknown tool.
+        timeout: seconds the call may take (``None``: no limit).
+        injected: values of the tool's hidden (injected) arguments, from the application.
     """
 
     index: int
@@ -81,6 +98,8 @@ class ResolvedCall:
     name: str
     raw_arguments: Any
     tool: Any
+    timeout: float | None = None
+    injected: Mapping[str, Any] = field(default_factory=dict)
 
 
 class CallRunner:
@@ -102,6 +121,8 @@ class CallRunner:
         self._callbacks = CallbackGroup(callbacks)
         self._handle_error = handle_tool_error
         self._strict_json = strict_json
+        self.known: list[str] = []
+        """The node's tool names, for the unknown-tool message."""
 
     def stream(self, call: ResolvedCall) -> Iterator[ToolChunk]:
         """Run ``call`` as chunks; the last one carries the complete message."""
@@ -112,12 +133,19 @@ class CallRunner:
         if self._arguments_handler is not None:
             raw = self._arguments_handler(call.name, _as_json_text(raw))
         arguments = parse_arguments(raw, strict_json=self._strict_json)
+        hidden = hidden_arguments(call.tool)
+        dropped = sorted(hidden & set(arguments))
+        if dropped:
+            logger.warning(
+                "tool %r: the model set hidden arguments %s; ignored", call.name, dropped
+            )
+            arguments = {k: v for k, v in arguments.items() if k not in hidden}
         return ToolCallInput(name=call.name, arguments=arguments, call_id=call.call_id)
 
     def _unknown(self, call: ResolvedCall) -> ToolMessage:
         handler = self._unknown_handler
-        if handler is None:  # ToolsNode refuses such calls up front; kept for direct use
-            msg = f"Tool {call.name!r} not found in this ToolsNode"
+        if handler is None:
+            msg = f"{call.name} is not a valid tool, try one of [{', '.join(self.known)}]."
             raise UnknownToolError(msg)
         content = handler(call.name, _as_json_text(call.raw_arguments))
         logger.info("unknown tool %r (call %s) answered by the handler", call.name, call.call_id)
@@ -143,19 +171,22 @@ class CallRunner:
                 if call.tool is None:
                     return self._unknown(call)
                 endpoint = compose_middlewares(
-                    self._invoke_endpoint(call.tool), [m.invoke for m in self._middlewares]
+                    self._invoke_endpoint(call), [m.invoke for m in self._middlewares]
                 )
-                return endpoint(self._prepare(call))
+                prepared = self._prepare(call)
+                return call_with_timeout(lambda: endpoint(prepared), call.timeout, call.name)
             except Exception as exc:
                 return self._on_failure(call, exc)
 
-    def _invoke_endpoint(self, tool: Any) -> InvokeEndpoint:
+    def _invoke_endpoint(self, call: ResolvedCall) -> InvokeEndpoint:
+        tool = call.tool
+
         def endpoint(tool_input: ToolCallInput) -> ToolMessage:
             self._callbacks.start(tool_input)
             started = time.perf_counter()
             try:
                 if callable(getattr(tool, "invoke", None)):
-                    result = tool.invoke(tool_input.to_tool_call())
+                    result = tool.invoke(_with_injected(call, tool_input))
                 else:
                     result = "".join(format_result(c) for c in tool.stream(tool_input.arguments))
                 message = _as_message(result, tool_input)
@@ -176,27 +207,30 @@ class CallRunner:
         if sync_only or (
             call.tool is not None and not callable(getattr(call.tool, "invoke", None))
         ):
-            return await asyncio.to_thread(self.invoke, call)
+            return await in_thread(self.invoke, call)
         with tool_call_scope(call.call_id):
             try:
                 if call.tool is None:
                     return self._unknown(call)
                 endpoint = compose_middlewares(
-                    self._ainvoke_endpoint(call.tool), [m.ainvoke for m in self._middlewares]
+                    self._ainvoke_endpoint(call), [m.ainvoke for m in self._middlewares]
                 )
-                return await endpoint(self._prepare(call))
+                prepared = self._prepare(call)
+                return await acall_with_timeout(endpoint(prepared), call.timeout, call.name)
             except Exception as exc:
                 return self._on_failure(call, exc)
 
-    def _ainvoke_endpoint(self, tool: Any) -> AsyncInvokeEndpoint:
+    def _ainvoke_endpoint(self, call: ResolvedCall) -> AsyncInvokeEndpoint:
+        tool = call.tool
+
         async def endpoint(tool_input: ToolCallInput) -> ToolMessage:
             self._callbacks.start(tool_input)
             started = time.perf_counter()
             try:
                 if callable(getattr(tool, "ainvoke", None)):
-                    result = await tool.ainvoke(tool_input.to_tool_call())
+                    result = await tool.ainvoke(_with_injected(call, tool_input))
                 else:
-                    result = await asyncio.to_thread(tool.invoke, tool_input.to_tool_call())
+                    result = await in_thread(tool.invoke, _with_injected(call, tool_input))
                 message = _as_message(result, tool_input)
             except Exception as exc:
                 self._callbacks.error(tool_input, exc)
@@ -221,9 +255,9 @@ class CallRunner:
             tool_input = self._prepare(call)
             if not can_stream(call.tool):
                 invoke = compose_middlewares(
-                    self._invoke_endpoint(call.tool), [m.invoke for m in self._middlewares]
+                    self._invoke_endpoint(call), [m.invoke for m in self._middlewares]
                 )
-                message = invoke(tool_input)
+                message = call_with_timeout(lambda: invoke(tool_input), call.timeout, call.name)
                 yield chunk(_text(message), message)
                 return
             endpoint = compose_middlewares(
@@ -261,8 +295,41 @@ class CallRunner:
 
 
 def can_stream(tool: Any) -> bool:
-    """True when ``tool`` has a callable ``stream`` method."""
-    return callable(getattr(tool, "stream", None))
+    """True when ``tool`` really streams (:func:`~retrieval.tools.runnable.streams_natively`)."""
+    return streams_natively(tool)
+
+
+def hidden_arguments(tool: Any) -> set[str]:
+    """Names of ``tool``'s injected arguments: ours, or a LangChain tool's.
+
+    A LangChain tool hides them by leaving them out of ``tool_call_schema``; they are the
+    fields of its full input schema that the call schema lacks.
+    """
+    if isinstance(tool, BaseTool):
+        model = tool.get_input_schema()
+        return set(injected_fields(model)) if model is not None else set()
+    get_schema = getattr(tool, "get_input_schema", None)
+    call_fields = getattr(getattr(tool, "tool_call_schema", None), "model_fields", None)
+    if not callable(get_schema) or not isinstance(call_fields, Mapping):
+        return set()
+    try:
+        full = get_schema()
+    except Exception:  # a tool that cannot describe itself hides nothing
+        logger.debug("input schema of %r unavailable", tool, exc_info=True)
+        return set()
+    return set(getattr(full, "model_fields", {})) - set(call_fields)
+
+
+def recoverable_error_text(exc: Exception) -> str:
+    """The ToolsNode default error handler: ``"Error: ..."`` for what the model can act on.
+
+    A ToolException or any ``ToolInputError`` (an unknown tool included), invalid arguments
+    (pydantic or jsonschema) and timeouts become content (Qwen-Agent's ``"Error: ..."``
+    form); any other exception is a bug and is raised again.
+    """
+    if isinstance(exc, (ToolInputError, TimeoutError)) or is_validation_error(exc):
+        return f"Error: {exc}"
+    raise exc
 
 
 def _in_context(call_id: str, chunks: Iterator[ToolChunk]) -> Iterator[ToolChunk]:
@@ -289,9 +356,18 @@ def _as_json_text(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False, default=str)
 
 
+def _with_injected(call: ResolvedCall, tool_input: ToolCallInput) -> Any:
+    """The ToolCall the tool gets: the (stripped) model arguments plus the hidden values."""
+    tool_call = tool_input.to_tool_call()
+    hidden = hidden_arguments(call.tool)
+    tool_call["args"].update({k: v for k, v in call.injected.items() if k in hidden})
+    return tool_call
+
+
 def _as_message(result: Any, tool_input: ToolCallInput) -> ToolMessage:
-    if isinstance(result, ToolMessage):
-        return result
+    message = coerce_message(result)
+    if message is not None:
+        return message
     return ToolMessage(
         content=format_result(result), tool_call_id=tool_input.call_id, name=tool_input.name
     )

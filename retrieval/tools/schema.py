@@ -17,6 +17,10 @@ What becomes a field, and what does not:
 * injected arguments (``Annotated[T, InjectedToolArg]``) are kept unless
   ``include_injected=False``: the full schema validates them, ``tool_call_schema`` hides them.
 
+Pydantic v1 models (``pydantic.v1.BaseModel``) work as argument types
+(:mod:`retrieval.tools.pydantic_v1`); a function mixing v1 and v2 models raises
+``NotImplementedError``, as in LangChain.
+
 Descriptions, first match wins: the Google-style docstring (only with ``parse_docstring``,
 parsed by ``docstring_parser``), then a string in ``Annotated[T, "text"]``, then
 ``Field(description=...)`` given as default or inside ``Annotated``. Values are coerced by
@@ -48,6 +52,7 @@ from ragtools.retrieval.tools.injected import (
     is_config_annotation,
     is_injected_metadata,
 )
+from ragtools.retrieval.tools.pydantic_v1 import check_not_mixed, is_v1_model, v1_annotation
 
 __all__ = [
     "FILTERED_ARGS",
@@ -128,9 +133,12 @@ def create_schema_from_function(
     else:
         description, arg_docs = inspect.getdoc(func) or "", {}
 
+    check_not_mixed(f"function {getattr(func, '__name__', func)!r}", list(hints.values()))
     fields: dict[str, Any] = {}
     for name in model_args:
         annotation = hints.get(name, Any)
+        if is_v1_model(annotation):  # validated by the v1 model itself
+            annotation = v1_annotation(annotation)
         metadata = _annotated_metadata(annotation)
         if not include_injected and is_injected_metadata(metadata):
             continue
@@ -224,6 +232,9 @@ def _hint_target(func: Callable[..., Any]) -> Any:
     """The object whose annotations describe ``func``'s parameters."""
     if isinstance(func, functools.partial):
         return _hint_target(func.func)
+    wrapped = getattr(func, "__wrapped__", None)
+    if callable(wrapped):  # a decorator's wrapper (functools.wraps): the original's hints
+        return _hint_target(inspect.unwrap(func))
     if inspect.isclass(func):
         return func.__init__
     if inspect.isfunction(func) or inspect.ismethod(func):

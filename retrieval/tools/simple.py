@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.tools.arguments import config_parameter
+from ragtools.retrieval.tools.arguments import config_parameter, declares_callbacks
 from ragtools.retrieval.tools.base import ArgsSchema, BaseTool
 from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.exceptions import ToolException
@@ -107,8 +107,13 @@ class Tool(BaseTool):
         return {_INPUT: values[0]}
 
     def _config_parameter(self, *, for_async: bool) -> str | None:
-        fn = self.coroutine if for_async and self.coroutine else self.func or self.coroutine
-        return config_parameter(fn)
+        return config_parameter(self._target(for_async=for_async))
+
+    def _takes_callbacks(self, *, for_async: bool) -> bool:
+        return declares_callbacks(self._target(for_async=for_async))
+
+    def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
+        return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
 
     def _run(self, **kwargs: Any) -> Any:
         value = kwargs.pop(_INPUT)

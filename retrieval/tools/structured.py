@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, create_model
 
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.tools.arguments import config_parameter
+from ragtools.retrieval.tools.arguments import config_parameter, declares_callbacks
 from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat
 from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.schema import create_schema_from_function
@@ -141,8 +141,13 @@ class StructuredTool(BaseTool):
         return model
 
     def _config_parameter(self, *, for_async: bool) -> str | None:
-        fn = self.coroutine if for_async and self.coroutine else self.func or self.coroutine
-        return config_parameter(fn)
+        return config_parameter(self._target(for_async=for_async))
+
+    def _takes_callbacks(self, *, for_async: bool) -> bool:
+        return declares_callbacks(self._target(for_async=for_async))
+
+    def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
+        return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
 
     def _run(self, **kwargs: Any) -> Any:
         if self.func is not None:

@@ -203,7 +203,7 @@ class TestErrorHandling:
     def test_bad_argument_json_is_the_calls_error(self) -> None:
         openai_call = {"id": "o1", "function": {"name": "sleepy", "arguments": "{x: "}}
         with pytest.raises(ToolInputError, match="Parameters must be formatted as a valid JSON!"):
-            ToolsNode([SleepyTool()]).invoke([openai_call])
+            ToolsNode([SleepyTool()], handle_tool_error=False).invoke([openai_call])
         [message] = ToolsNode([SleepyTool()], handle_tool_error=True).invoke([openai_call])
         assert message.status == "error"
         assert message.content.startswith("Parameters must be formatted as a valid JSON!")
@@ -212,7 +212,7 @@ class TestErrorHandling:
 class TestUnknownTools:
     def test_error_names_the_tool_and_the_known_ones_before_running_anything(self) -> None:
         tool = SleepyTool()
-        node = ToolsNode([tool, SpellTool()])
+        node = ToolsNode([tool, SpellTool()], handle_tool_error=False)  # told to raise
         with pytest.raises(UnknownToolError) as info:
             node.invoke(calls(("sleepy", {"x": 1}), ("weather", {"city": "深圳"})))
         assert (
@@ -279,7 +279,9 @@ class TestArgumentsHandler:
             raise ToolInputError(msg)
 
         with pytest.raises(ToolInputError, match="refused"):
-            ToolsNode([SleepyTool()], tool_arguments_handler=refuse).invoke(calls(("sleepy", {})))
+            ToolsNode(
+                [SleepyTool()], tool_arguments_handler=refuse, handle_tool_error=False
+            ).invoke(calls(("sleepy", {})))
         node = ToolsNode([SleepyTool()], tool_arguments_handler=refuse, handle_tool_error=True)
         assert node.invoke(calls(("sleepy", {})))[0].content == "arguments refused"
 

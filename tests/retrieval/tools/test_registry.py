@@ -122,9 +122,9 @@ class TestLocalRegistry:
         assert "local_echo" not in TOOL_REGISTRY
         assert len(local) == 1 and list(local) == ["local_echo"]
 
-    def test_only_function_tools(self) -> None:
+    def test_only_tool_classes(self) -> None:
         local = ToolRegistry()
-        with pytest.raises(ConfigError, match="Only FunctionTool subclasses"):
+        with pytest.raises(ConfigError, match="Only FunctionTool or BaseTool subclasses"):
             local.register("plain")(dict)  # type: ignore[type-var]
         with pytest.raises(ConfigError, match="non-empty string"):
             local.add(_fresh())

@@ -49,6 +49,7 @@ SEED_NAMES = {
     "cached",
     "CachedTool",
     "create_retriever_tool",
+    "convert_runnable_to_tool",
 }
 
 
@@ -72,6 +73,12 @@ class TestNamespace:
             ("retriever_tool", "format_hits"),
             ("render", "convert_to_openai_function"),
             ("output", "ToolOutput"),
+            ("qwen", "Retrieval"),
+            ("qwen", "DocParser"),
+            ("qwen", "SimpleDocParser"),
+            ("parse_cache", "ParseCache"),
+            ("budget", "token_counter"),
+            ("exceptions", "ToolTimeoutError"),
         ],
     )
     def test_other_helpers_come_from_their_modules(self, module: str, name: str) -> None:
