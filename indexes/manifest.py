@@ -18,16 +18,23 @@ History:
   ``windows.npy`` when listed in ``files``; manifests older than title boost and vector
   windows lack those settings (both were off).
 * **2**: ``bm25`` and ``vector_owners`` as above; every setting is present.
+* **3**: ``source_root``: the directory chunk sources are relative to
+  (:func:`indexes.sources.source_root`); chunks keep their text's layout and carry
+  ``path``, ``file_type``, ``mtime``, ``size`` and (structured formats) ``headings``. A
+  version-2 index opens as it is (its sources absolute, ``source_root`` ``null``), and its
+  first ``update`` parses every file again into the new form.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "OWNERS_FILE", "migrate"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "OWNERS_FILE", "SOURCE_ROOT", "migrate"]
 
 FORMAT = "ragtools-index"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+SOURCE_ROOT = "source_root"
+"""Manifest key of the directory chunk sources are relative to (``null``: absolute)."""
 OWNERS_FILE = "vector_owners.npy"
 """Chunk row of every vector row; written only when some chunk has several windows."""
 
@@ -40,4 +47,7 @@ def migrate(manifest: dict[str, Any]) -> dict[str, Any]:
         out["bm25"] = out.pop("tokenizer", None)
         out["vector_owners"] = "windows.npy" if "windows.npy" in out.get("files", {}) else None
         out["format_version"] = 2
+    if out.get("format_version", FORMAT_VERSION) < 3:
+        out[SOURCE_ROOT] = None
+        out["format_version"] = 3
     return out

@@ -20,7 +20,7 @@ from ragtools.indexes._bm25_global import ShardCounts
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.shard_writer import BuiltShard, ShardWork, chunk_units, commit_shard, finish
 from ragtools.indexes.shards import Shard, ShardedIndex, shard_of
-from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
+from ragtools.indexes.sources import expand_sources, fingerprint, parse_files, source_root
 from ragtools.indexes.versions import VERSIONS
 from ragtools.indexes.writer import UpdateReport
 from ragtools.parsers import Chunk, FileError
@@ -61,7 +61,14 @@ def update_sharded(
     built = []
     for shard in index.shards:
         s = shard.number
-        work = ShardWork(str(index.path), s, blob, files=by_shard[s], pinned=shard.version)
+        work = ShardWork(
+            str(index.path),
+            s,
+            blob,
+            files=by_shard[s],
+            pinned=shard.version,
+            source_root=str(source_root(roots)),
+        )
         kept_failures = [f for f in old_failures if shard_of(f.path, n) == s]
         if s in touched:
             built.append(_rebuild(work, shard.state, stale, index, kept_failures))
@@ -93,11 +100,12 @@ def _rebuild(
     """A new version of a shard: its stale files parsed again, the others' chunks kept."""
     settings = index.settings
     again = [f for f in work.files if f in stale]
-    result = parse_files([Path(f) for f in again], show_progress=False)
+    root = Path(work.source_root) if work.source_root else None
+    result = parse_files([Path(f) for f in again], root=root, show_progress=False)
     parsed, failures = result.by_file, result.failures
     old: dict[str, list[Chunk]] = {}
     for chunk in state.chunks if state is not None else []:
-        old.setdefault(chunk.source, []).append(chunk)
+        old.setdefault(str(chunk.metadata.get("path", chunk.source)), []).append(chunk)
     units = [
         chunk_units([parsed.get(f, [])], settings)[0] if f in stale else old.get(f, [])
         for f in work.files
@@ -118,6 +126,7 @@ def _unchanged(
         counts_of = lambda: ShardCounts.of(local, np.arange(local.n_rows))  # noqa: E731
     per_file: dict[str, int] = {}
     for chunk in shard.state.chunks if shard.state is not None else []:
-        per_file[chunk.source] = per_file.get(chunk.source, 0) + 1
+        path = str(chunk.metadata.get("path", chunk.source))
+        per_file[path] = per_file.get(path, 0) + 1
     units = [per_file.get(f, 0) for f in work.files]
     return BuiltShard(work.number, shard.version, units, counts_of(), failures, prints)

@@ -39,7 +39,7 @@ from ragtools.indexes.shards import (
     shard_dir,
     shard_of,
 )
-from ragtools.indexes.sources import expand_sources, fingerprint, parse_files
+from ragtools.indexes.sources import expand_sources, fingerprint, parse_files, source_root
 from ragtools.indexes.versions import VERSIONS, current_version, is_index_root, write_version
 from ragtools.indexes.writer import IndexWriter, _empty, _package_version
 from ragtools.parsers import Chunk, Document, FileError, Selection, split
@@ -61,6 +61,7 @@ class ShardWork:
     documents: list[Document] = field(default_factory=list)
     pinned: str | None = None  # the shard version the live top version names
     password: str | None = field(default=None, repr=False)  # for encrypted PDFs, never saved
+    source_root: str | None = None  # chunk sources are relative to it, as in one index
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,8 @@ def build_shard(work: ShardWork, embedder: Embedder | None = None) -> BuiltShard
     settings = IndexSettings.model_validate(work.settings)
     if work.files:
         paths = [Path(f) for f in work.files]
-        parsed = parse_files(paths, show_progress=False, password=work.password)
+        root = Path(work.source_root) if work.source_root else None
+        parsed = parse_files(paths, root=root, show_progress=False, password=work.password)
         by_file, failures = parsed.by_file, parsed.failures
         units = chunk_units([by_file.get(f, []) for f in work.files], settings)
         prints = {f: fingerprint(p) for f, p in zip(work.files, paths, strict=True)}
@@ -203,7 +205,15 @@ def build_sharded(
     blob = resolved.model_dump(mode="json")
     pins = _pins(path, n)
     works = [
-        ShardWork(str(path), s, blob, files=by_shard[s], pinned=pins[s], password=password)
+        ShardWork(
+            str(path),
+            s,
+            blob,
+            files=by_shard[s],
+            pinned=pins[s],
+            password=password,
+            source_root=str(source_root(roots)),
+        )
         for s in range(n)
     ]
     built = _run(works, embedder, engine, address)

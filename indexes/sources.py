@@ -7,11 +7,19 @@ selects what the build selected. Each file gets a fingerprint, its size and SHA-
 in the manifest; ``Index.update`` re-parses only files whose fingerprint differs, so editing
 one file of a thousand parses one file. Parsing itself is :func:`parsers.load_files`
 (parallel where it pays; a bad file is an entry in the failures, never the end of the batch).
+
+Chunk sources are relative to one directory, the *source root* (:func:`source_root`): the
+directory given, when one directory is given (``rag build docs/`` gives ``guide.md``); the
+directory holding all the given sources otherwise (``rag build docs papers`` gives
+``docs/guide.md`` and ``papers/x.pdf``; one file gives its name). The manifest keeps it, so
+an update names files the same way and a filter can take the path as the user types it.
+Fingerprints stay keyed by absolute path, the file's ``path`` metadata.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +29,14 @@ from ragtools.parsers import Document, FileError, Selection, load_files
 from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.selection import select_files
 
-__all__ = ["Parsed", "expand_sources", "fingerprint", "parse_files", "select_sources"]
+__all__ = [
+    "Parsed",
+    "expand_sources",
+    "fingerprint",
+    "parse_files",
+    "select_sources",
+    "source_root",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +68,18 @@ def expand_sources(sources: Iterable[str | Path], selection: Selection | None = 
     return select_sources(sources, selection)[0]
 
 
+def source_root(sources: Sequence[str | Path]) -> Path:
+    """The directory chunk sources are relative to (see the module docstring)."""
+    paths = [Path(source).expanduser().resolve() for source in sources]
+    if len(paths) == 1 and paths[0].is_dir():
+        return paths[0]
+    parents = [path if path.is_dir() and len(paths) == 1 else path.parent for path in paths]
+    try:
+        return Path(os.path.commonpath(parents)) if parents else Path.cwd()
+    except ValueError:  # different drives (Windows): no common directory
+        return parents[0]
+
+
 def fingerprint(path: Path) -> dict[str, str | int]:
     """Size and SHA-256 of a file: what decides whether it must be parsed again."""
     return {"size": path.stat().st_size, "sha256": sha256_file(path)}
@@ -68,17 +95,22 @@ class Parsed:
 
 
 def parse_files(
-    files: Sequence[Path], *, show_progress: bool | None = None, password: str | None = None
+    files: Sequence[Path],
+    *,
+    root: Path | None = None,
+    show_progress: bool | None = None,
+    password: str | None = None,
 ) -> Parsed:
-    """Parse ``files``: the documents of each parsed file, the failures, and the files
-    skipped as not documents (no parser recognises them, or too large), each with why.
+    """Parse ``files`` (absolute), sources relative to ``root``: the documents of each parsed
+    file by absolute path, the failures, and the files skipped as not documents (no parser
+    recognises them, or too large), each with why.
 
     Each failure is logged at INFO only: it is returned, and the caller reports it once.
     """
-    result = load_files(files, show_progress=show_progress, password=password)
+    result = load_files(files, show_progress=show_progress, password=password, relative_to=root)
     by_file: dict[str, list[Document]] = {}
     for document in result.documents:
-        by_file.setdefault(document.source, []).append(document)
+        by_file.setdefault(str(document.metadata.get("path", document.source)), []).append(document)
     left_out = {f.path for f in result.errors} | {path for path, _ in result.skipped}
     for file in map(str, files):
         if file not in left_out:

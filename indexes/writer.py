@@ -28,9 +28,9 @@ import numpy.typing as npt
 from ragtools.indexes._persist import write_manifest
 from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState
 from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
-from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, OWNERS_FILE
+from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, OWNERS_FILE, SOURCE_ROOT
 from ragtools.indexes.settings import IndexSettings, keyword_text
-from ragtools.indexes.sources import fingerprint, parse_files, select_sources
+from ragtools.indexes.sources import fingerprint, parse_files, select_sources, source_root
 from ragtools.indexes.store import write_chunks
 from ragtools.indexes.versions import write_version
 from ragtools.indexes.windows import WindowedVectorIndex
@@ -93,7 +93,8 @@ class IndexWriter:
         roots = [str(Path(s).expanduser().resolve()) for s in sources]
         rules = selection or Selection()
         files, skipped = select_sources(roots, rules)
-        parsed = parse_files(files, show_progress=show_progress, password=password)
+        root = source_root(roots)
+        parsed = parse_files(files, root=root, show_progress=show_progress, password=password)
         failures = parsed.failures
         documents = [doc for f in files for doc in parsed.by_file.get(str(f), [])]
         writer._commit(
@@ -103,6 +104,7 @@ class IndexWriter:
             failures=failures,
             skipped=sorted(skipped + parsed.skipped),
             selection=rules,
+            source_base=str(root),
         )
         logger.info(
             "built %s: %d files, %d chunks, %d failures in %.1fs",
@@ -149,7 +151,9 @@ class IndexWriter:
         Only files whose size or SHA-256 changed are parsed again; chunks of removed files
         are dropped; only chunk texts not in the embedding cache are embedded. The result
         equals a fresh build of the same sources. ``sources`` and ``selection`` default to
-        the recorded ones; ``password`` is for encrypted PDFs.
+        the recorded ones; ``password`` is for encrypted PDFs. An index whose chunks predate
+        the current text form (no ``source_root`` in its manifest: absolute sources,
+        collapsed whitespace) has every file parsed again.
         """
         manifest = self.index.manifest
         known = [str(Path(s).expanduser().resolve()) for s in sources or ()]
@@ -161,15 +165,18 @@ class IndexWriter:
         selected, walk_skipped = select_sources(roots, rules)
         files = [str(f) for f in selected]
         prints = {f: fingerprint(Path(f)) for f in files}
+        root = source_root(roots)
         old: dict[str, Any] = manifest.get("fingerprints", {})
+        if manifest.get(SOURCE_ROOT) != str(root):  # older chunk form, or other sources
+            old = {}
         stale = [f for f in files if old.get(f) != prints[f]]
         result = parse_files(
-            [Path(f) for f in stale], show_progress=show_progress, password=password
+            [Path(f) for f in stale], root=root, show_progress=show_progress, password=password
         )
         parsed, failures = result.by_file, result.failures
         by_source: dict[str, list[Chunk]] = {}
         for chunk in self.index.chunks:
-            by_source.setdefault(chunk.source, []).append(chunk)
+            by_source.setdefault(str(chunk.metadata.get("path", chunk.source)), []).append(chunk)
         chunks: list[Chunk] = []
         stale_set = set(stale)
         for path in files:
@@ -178,10 +185,11 @@ class IndexWriter:
         kept = [f for f in self.index.failures if f.path in prints and f.path not in stale_set]
         kept_skips = [s for s in self.index.skipped if s[0] in prints and s[0] not in stale_set]
         skipped = sorted(set(walk_skipped) | set(kept_skips) | set(result.skipped))
+        before: dict[str, Any] = manifest.get("fingerprints", {})
         report = UpdateReport(
-            added=[f for f in files if f not in old],
-            changed=[f for f in stale if f in old],
-            removed=sorted(set(old) - set(prints)),
+            added=[f for f in files if f not in before],
+            changed=[f for f in stale if f in before],
+            removed=sorted(set(before) - set(prints)),
             unchanged=len(files) - len(stale),
             failures=failures,
             skipped=skipped,
@@ -193,6 +201,7 @@ class IndexWriter:
             failures=sorted(kept + failures, key=lambda f: f.path),
             skipped=skipped,
             selection=rules,
+            source_base=str(root),
         )
         return report
 
@@ -229,6 +238,7 @@ class IndexWriter:
         meta: dict[str, Any] | None = None,
         skipped: list[tuple[str, str]] | None = None,
         selection: Selection | None = None,
+        source_base: str | None = None,
     ) -> None:
         """Index ``chunks``, write them as a new version and make the ``Index`` show it.
 
@@ -260,6 +270,7 @@ class IndexWriter:
             "meta": index.meta if meta is None else meta,
             "skipped": [list(s) for s in (index.skipped if skipped is None else skipped)],
             "selection": (index.selection if selection is None else selection).to_json(),
+            SOURCE_ROOT: index.manifest.get(SOURCE_ROOT) if source_base is None else source_base,
         }
         state = IndexState(settings, list(chunks), bm25, vector)
         written: dict[str, Any] = {}

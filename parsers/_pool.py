@@ -24,14 +24,17 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import as_completed as _as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from ragtools.parsers import office, pdf  # noqa: F401  (register the formats workers parse)
-from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError, RetrievalError
+from ragtools.parsers.file_metadata import with_file_metadata
 from ragtools.parsers.registry import ParserSpec, get_parser
 
 logger = logging.getLogger(__name__)
@@ -52,17 +55,6 @@ def failure(source: str, exc: Exception) -> _Failure:
     return (source, type(exc).__name__, str(exc))
 
 
-def _with_source(document: Document, source: str) -> Document:
-    if document.metadata.get("source") == source:
-        return document
-    old = document.metadata.get("source")
-    auto_id = stable_id("doc", old, document.metadata.get("page"), document.text)
-    metadata = {**document.metadata, "source": source}
-    if document.id == auto_id:  # the id was derived from the old source: derive it again
-        return Document(text=document.text, metadata=metadata)
-    return Document(id=document.id, text=document.text, metadata=metadata)
-
-
 def run_parser(spec: ParserSpec, file: Path, source: str, password: str | None) -> list[Document]:
     try:
         documents = []
@@ -70,7 +62,7 @@ def run_parser(spec: ParserSpec, file: Path, source: str, password: str | None) 
             if not isinstance(document, Document):
                 msg = f"parser {spec.name} produced a {type(document).__name__}, not a Document"
                 raise ParseError(source, msg)
-            documents.append(_with_source(document, source))
+            documents.append(with_file_metadata(document, source))
     except ParseError:
         raise
     except RetrievalError as exc:  # e.g. MissingDependencyError: keep its actionable message
@@ -87,9 +79,14 @@ class Task:
     index: int
     file: Path
     source: str
+    """The file as the caller spelt it: what parsers and error messages name."""
     spec: ParserSpec
     size: int
     password: str | None = None
+    name: str = ""
+    """The ``source`` its documents get (relative to the root); ``""``: ``source``."""
+    metadata: dict[str, JsonValue] = field(default_factory=dict)
+    """``path``, ``file_type``, ``mtime`` and ``size`` for its documents."""
 
 
 class _Collector(logging.Handler):

@@ -1,14 +1,16 @@
-"""HTML: the visible body text of a page, its ``<title>`` as metadata.
+"""HTML: the main content of a page, its headings as an outline, its ``<title>`` as metadata.
 
-beautifulsoup4 with the standard library's ``"html.parser"``: no compiled dependency, and
-it never raises on malformed markup (it is forgiving by design, like browsers).
+The main content comes from trafilatura (:mod:`parsers._html_content`, which says why that
+library): headings, paragraphs, lists, tables and code blocks, each a block separated by a
+blank line, code with its indentation and blank lines, headings recorded in the outline so
+chunks carry their heading path (:mod:`parsers.outline`). Site furniture (sidebars, menus,
+keyboard help, texinfo navigation lines) is left out.
 
-What is kept: the text of the body, with a blank line around block elements (paragraphs,
-headings, lists, tables) so the splitter sees paragraphs, a line break after list items,
-table rows and ``<br>``, and inline elements (``<b>``, ``<a>``) joined without breaks.
-Dropped: ``script``, ``style``, ``noscript``, ``template``, ``svg``, the page furniture
-``nav``, ``header``, ``footer`` (repeated on every page of a site, they would otherwise
-dominate retrieval), and comments.
+When trafilatura finds no main content, the whole body is rendered with beautifulsoup4 and
+the standard library's ``"html.parser"`` (forgiving, like browsers): a blank line around
+block elements, a line break after list items, table rows and ``<br>``; ``script``,
+``style``, ``noscript``, ``template``, ``svg``, ``nav``, ``header``, ``footer``, comments and
+texinfo navigation lines dropped.
 
 Encoding: a BOM, else a ``<meta charset>`` (or ``http-equiv`` content type) declaration in
 the first bytes, else the same detection as plain text (:func:`parsers.text.decode_bytes`).
@@ -23,9 +25,11 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
+from ragtools.parsers._html_content import drop_navigation, main_content_blocks
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.outline import OUTLINE_KEY, join_blocks
 from ragtools.parsers.registry import is_html, register_parser
 from ragtools.parsers.text import decode_bytes
 
@@ -68,21 +72,27 @@ def _decode_html(data: bytes, source: str) -> str:
     return decode_bytes(data, source)
 
 
-def html_to_text(markup: str) -> tuple[str, str | None]:
-    """Extract the visible text and the title of an HTML document.
+def html_to_text(markup: str) -> tuple[str, str | None, list[JsonValue]]:
+    """Extract the main content, the title and the headings of an HTML document.
 
     Args:
         markup: the decoded HTML.
 
     Returns:
-        ``(text, title)``: normalised text (empty when nothing is visible) and the
-        normalised ``<title>``, or ``None`` when it is missing or empty.
+        ``(text, title, outline)``: normalised text (empty when nothing is visible), the
+        normalised ``<title>`` or ``None`` when it is missing or empty, and the
+        ``[offset, level, title]`` of each heading in the text.
     """
     from bs4 import BeautifulSoup, Comment
 
     soup = BeautifulSoup(markup, "html.parser")
     title_tag = soup.find("title")
-    title = normalize_text(title_tag.get_text(" ")) if title_tag is not None else ""
+    title = " ".join(title_tag.get_text(" ").split()) if title_tag is not None else ""
+    title = normalize_text(title)
+    blocks = main_content_blocks(markup)
+    if blocks is not None:
+        text, outline = join_blocks(blocks)
+        return text, (title or None), outline
     for tag in soup.find_all(DROPPED_TAGS):
         tag.decompose()
     for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
@@ -94,7 +104,7 @@ def html_to_text(markup: str) -> tuple[str, str | None]:
         tag.insert_after("\n")
     for cell in soup.find_all(("td", "th")):  # cells of a row stay on one line
         cell.insert_after(" ")
-    return normalize_text(soup.get_text()), (title or None)
+    return drop_navigation(normalize_text(soup.get_text())), (title or None), []
 
 
 @register_parser(".html", ".htm", ".xhtml", sniff=is_html, name="html", _builtin=True)
@@ -108,11 +118,11 @@ def parse_html(path: Path, *, source: str, password: str | None = None) -> list[
     if "\x00" in markup:
         msg = "binary content (NUL characters), not HTML"
         raise ParseError(source, msg)
-    text, title = html_to_text(markup)
+    text, title, outline = html_to_text(markup)
     if not text:
         logger.warning("%s: no visible text in the HTML; no document", source)
         return []
-    metadata: dict[str, JsonValue] = {"source": source}
+    metadata: dict[str, JsonValue] = {"source": source, OUTLINE_KEY: outline}
     if title:
         metadata["title"] = title
     return [Document(text=text, metadata=metadata)]

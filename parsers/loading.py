@@ -49,6 +49,7 @@ from ragtools.parsers._pool import (
 from ragtools.parsers._progress import progress
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.parsers.file_metadata import file_metadata, source_name, with_file_metadata
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
 from ragtools.parsers.selection import Selection, select_files
 
@@ -124,7 +125,9 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
     """Parse one file into documents, choosing the format by suffix and content.
 
     Args:
-        path: the file. Its string form, as given, is the ``source`` of every document.
+        path: the file. Its string form, as given, is the ``source`` of every document
+            (only the file name when the path is absolute); ``path`` is the absolute path
+            (see :mod:`parsers.file_metadata` for ``file_type``, ``mtime`` and ``size``).
         password: for encrypted PDFs.
 
     Returns:
@@ -143,7 +146,15 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
     source = os.fspath(path)
     file = Path(source)
     head = _read_head(file, source)
-    return run_parser(_resolve(file, head, source), file, source, password)
+    spec = _resolve(file, head, source)
+    documents = run_parser(spec, file, source, password)
+    try:
+        extra = file_metadata(file, spec, file.stat())
+    except OSError as exc:
+        msg = f"cannot read the file ({exc.strerror or exc})"
+        raise ParseError(source, msg) from exc
+    name = source_name(source, None)
+    return [with_file_metadata(document, name, extra) for document in documents]
 
 
 # ---- load_dir ---------------------------------------------------------------------------
@@ -161,14 +172,19 @@ def _walk(
 
 
 def _plan(
-    files: list[Path], skipped: list[tuple[str, str]], max_bytes: int, password: str | None
+    files: list[Path],
+    skipped: list[tuple[str, str]],
+    max_bytes: int,
+    password: str | None,
+    root: Path | None,
 ) -> tuple[list[Task], dict[int, Outcome]]:
     tasks: list[Task] = []
     failed: dict[int, Outcome] = {}
     for index, file in enumerate(files):
         source = str(file)
         try:
-            size = file.stat().st_size
+            stat = file.stat()
+            size = stat.st_size
             if size > max_bytes:
                 skipped.append((source, f"larger than max_bytes ({size} > {max_bytes} bytes)"))
                 continue
@@ -182,7 +198,9 @@ def _plan(
                 what = "binary file" if b"\x00" in head else "file"
                 skipped.append((source, f"{what} of unknown type ({kind})"))
                 continue
-            tasks.append(Task(index, file, source, spec, size, password))
+            name = source_name(file, root)
+            extra = file_metadata(file, spec, stat)
+            tasks.append(Task(index, file, source, spec, size, password, name, extra))
         except (ParseError, OSError) as exc:
             failed[index] = failure(source, exc)
     return tasks, failed
@@ -201,8 +219,9 @@ def load_dir(
     """Parse every file under ``root`` (in parallel where it pays); never stops on a bad file.
 
     Args:
-        root: a directory (or a single file). Document sources are ``root`` joined with the
-            path relative to it.
+        root: a directory (or a single file). A document's ``source`` is its file's path
+            relative to ``root`` (POSIX separators; a single file: its name), ``path`` the
+            absolute path; errors and skipped entries name ``root`` joined with that path.
         pattern: glob pattern relative to ``root``; ``"**/*.pdf"`` for PDFs only. Files
             of an unknown suffix are parsed by content: as plain text when they look like it.
         workers: processes for PDF/Office files; ``None`` chooses (CPU count, and only for
@@ -238,6 +257,7 @@ def load_dir(
         show_progress=show_progress,
         max_bytes=max_bytes,
         password=password,
+        root=base if base.is_dir() else base.parent,
     )
 
 
@@ -248,15 +268,18 @@ def load_files(
     show_progress: bool | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     password: str | None = None,
+    relative_to: str | os.PathLike[str] | None = None,
 ) -> LoadResult:
     """Parse a list of files as :func:`load_dir` parses a tree (same parallelism and rules).
 
-    Used by index updates, which re-parse only the files that changed.
+    Used by index builds and updates, which re-parse only the files that changed. Sources
+    are relative to ``relative_to`` when given, else the paths as given (as :func:`load`).
     """
     if workers is not None and workers < 1:
         msg = f"workers must be >= 1 or None (automatic), got {workers}"
         raise ConfigError(msg)
     paths = [Path(os.fspath(f)) for f in files]
+    root = Path(os.fspath(relative_to)) if relative_to is not None else None
     return _load(
         paths,
         [],
@@ -264,6 +287,7 @@ def load_files(
         show_progress=show_progress,
         max_bytes=max_bytes,
         password=password,
+        root=root,
     )
 
 
@@ -275,9 +299,10 @@ def _load(
     show_progress: bool | None,
     max_bytes: int,
     password: str | None,
+    root: Path | None,
 ) -> LoadResult:
     start = time.perf_counter()
-    tasks, failed = _plan(files, skipped, max_bytes, password)
+    tasks, failed = _plan(files, skipped, max_bytes, password, root)
     results: dict[int, Outcome] = dict(failed)
     size = pool_size(tasks, workers)
     with contextlib.ExitStack() as stack:
@@ -289,12 +314,15 @@ def _load(
             pass
     documents: list[Document] = []
     errors: list[FileError] = []
+    by_index = {task.index: task for task in tasks}
     for index in sorted(results):
         outcome = results[index]
         if isinstance(outcome, tuple):
             errors.append(FileError(*outcome))
         else:
-            documents.extend(outcome)
+            task = by_index[index]
+            name = task.name or task.source
+            documents.extend(with_file_metadata(d, name, task.metadata) for d in outcome)
     skipped.sort()
     logger.info(
         "loaded %d documents from %d files in %.1f s (%d errors, %d skipped)",

@@ -11,6 +11,7 @@ CommonMark parser. What is parsed:
   ``["a", "b"]``), as a list for ``[a, b]``, as a string otherwise; and block lists
   (``key:`` followed by ``- item`` lines). Nested mappings are skipped with a DEBUG log.
   Keys that the parser owns (``source``) are not overwritten.
+* ``outline``: the headings, so chunks get their heading path (:mod:`parsers.outline`).
 * ``title``: the front matter's ``title``, else the first ATX (``# Title``) or setext
   (``Title`` over ``=====``) heading outside code fences.
 """
@@ -26,6 +27,7 @@ from pydantic import JsonValue
 
 from ragtools.parsers.document import Document
 from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.outline import OUTLINE_KEY, markdown_outline
 from ragtools.parsers.registry import register_parser
 from ragtools.parsers.text import decode_bytes
 
@@ -33,7 +35,7 @@ __all__ = ["first_heading", "parse_front_matter", "parse_markdown"]
 
 logger = logging.getLogger(__name__)
 
-_RESERVED = frozenset({"source"})
+_RESERVED = frozenset({"source", "outline", "headings"})
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 _KEY_VALUE = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*$")
 _LIST_ITEM = re.compile(r"^[ \t]+-[ \t]+(.*?)[ \t]*$|^-[ \t]+(.*?)[ \t]*$")
@@ -148,6 +150,7 @@ def parse_markdown(path: Path, *, source: str, password: str | None = None) -> l
         logger.warning("%s: no text after the front matter; no document", source)
         return []
     metadata: dict[str, JsonValue] = {**front, "source": source}
+    metadata[OUTLINE_KEY] = markdown_outline(text)
     title = front.get("title")
     if isinstance(title, (str, int, float)) and not isinstance(title, bool) and str(title).strip():
         metadata["title"] = str(title).strip()

@@ -11,9 +11,15 @@ What is done, in order, and why:
 3. U+FFFD (the replacement character for glyphs without a Unicode mapping, e.g. emoji in
    some PDFs), the byte-order mark, zero-width spaces and other control characters are
    dropped: they carry no text and break tokenisers.
-4. Whitespace runs are collapsed: spaces and tabs to one space, spaces around a line break
-   removed, three or more line breaks to two (one blank line keeps paragraph structure,
-   which the splitter uses). Leading and trailing whitespace is stripped.
+4. Whitespace is kept as the file has it (indentation of code, aligned columns), except
+   what carries nothing: trailing spaces and tabs of each line, and runs of blank lines,
+   which become one blank line (it keeps the paragraph structure the splitter uses).
+   Leading blank lines and trailing whitespace of the whole text are removed; the first
+   line keeps its indentation.
+
+Search may want collapsed whitespace, and does it on its own input: the keyword tokenizer
+splits on any whitespace run and the embedder collapses runs before encoding
+(:func:`collapse_whitespace`), so stored text can keep the layout a reader needs.
 
 The whole pass is a handful of C-level ``str``/``re`` operations, so it costs well under a
 millisecond per page.
@@ -25,7 +31,7 @@ import logging
 import re
 import unicodedata
 
-__all__ = ["normalize_text"]
+__all__ = ["collapse_whitespace", "normalize_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,13 +39,13 @@ logger = logging.getLogger(__name__)
 # zero-width space/joiners that NFKC keeps but that only split words invisibly.
 _DROP = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd\ufeff\u200b\u2060]")
 _LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-_HSPACE = re.compile(r"[^\S\n]+")
-_SPACE_AROUND_NL = re.compile(r" ?\n ?")
+_TRAILING = re.compile(r"[^\S\n]+(?=\n|\Z)")
 _MANY_NL = re.compile(r"\n{3,}")
+_WHITESPACE_RUN = re.compile(r"\s+")
 
 
 def normalize_text(text: str) -> str:
-    """Return ``text`` NFKC-normalised, cleaned of invisible characters, whitespace collapsed.
+    """Return ``text`` NFKC-normalised, cleaned of invisible characters, layout kept.
 
     Args:
         text: raw extracted text.
@@ -48,14 +54,26 @@ def normalize_text(text: str) -> str:
         The normalised text; empty when ``text`` held no visible characters.
 
     Example:
-        >>> normalize_text("Auﬂage\\t\\t1,\\r\\n\\r\\n\\r\\n\\r\\nseite\\ufffd 2 ")
-        'Auflage 1,\\n\\nseite 2'
+        >>> normalize_text("Auﬂage\\t1,  \\r\\n\\r\\n\\r\\n\\r\\n    seite\\ufffd 2 ")
+        'Auflage\\t1,\\n\\n    seite 2'
     """
     text = _LINE_BREAKS.sub("\n", text)
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
     text = _DROP.sub("", text)
-    text = _HSPACE.sub(" ", text)
-    text = _SPACE_AROUND_NL.sub("\n", text)
+    text = _TRAILING.sub("", text)
     text = _MANY_NL.sub("\n\n", text)
-    return text.strip()
+    return text.lstrip("\n").rstrip()
+
+
+def collapse_whitespace(text: str) -> str:
+    """``text`` with every whitespace run as one space and no leading or trailing space.
+
+    What search sees of a text: the layout :func:`normalize_text` keeps is for readers,
+    and a model's tokenizer or a word splitter should see one space whatever the indent.
+
+    Example:
+        >>> collapse_whitespace("def f():\\n    return 1\\n")
+        'def f(): return 1'
+    """
+    return _WHITESPACE_RUN.sub(" ", text).strip()

@@ -7,7 +7,9 @@ works without them and a user who feeds an Office file gets an error naming
 * DOCX: one document per file. Paragraphs and tables in reading order (body only; page
   headers and footers are furniture), paragraphs separated by a blank line, table rows one
   per line with cells joined by `` | ``. ``title``: the core property, else the first
-  paragraph styled ``Title`` or ``Heading ...``.
+  paragraph styled ``Title`` or ``Heading ...``. Those paragraphs are the outline
+  (``Title`` and ``Heading 1`` level 1, ``Heading N`` level N), so chunks carry their
+  heading path (:mod:`parsers.outline`).
 * PPTX: one document per slide with text: shapes (groups and tables included) then the
   speaker notes, which often hold most of a talk's words. ``page`` and ``page_label`` are the
   slide number (slides are the pages of a deck, so chunks get ``page_start``/``page_end``
@@ -29,6 +31,7 @@ from ragtools.parsers._optional import require
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.outline import OUTLINE_KEY, join_blocks
 from ragtools.parsers.registry import is_ooxml, register_parser
 
 __all__ = ["parse_docx", "parse_pptx", "parse_xlsx"]
@@ -66,6 +69,14 @@ def _docx_table_rows(table: Any) -> Iterator[str]:
             yield line
 
 
+def _heading_level(style: str) -> int:
+    """Outline level of a paragraph style: ``Title`` 1, ``Heading 2`` 2, else 0."""
+    if style == "Title":
+        return 1
+    level = style.removeprefix("Heading").strip()
+    return min(int(level), 6) if style.startswith("Heading") and level.isdigit() else 0
+
+
 @register_parser(
     ".docx", sniff=is_ooxml("docx"), name="docx", _priority=_OFFICE_PRIORITY, _builtin=True
 )
@@ -77,27 +88,28 @@ def parse_docx(path: Path, *, source: str, password: str | None = None) -> list[
     """
     docx = require("docx", "office")
     document = _open(docx.Document, path, source, "DOCX")
-    blocks: list[str] = []
+    blocks: list[tuple[str, int]] = []
     heading: str | None = None
     for block in document.iter_inner_content():
         if hasattr(block, "rows"):
             rows = list(_docx_table_rows(block))
             if rows:
-                blocks.append("\n".join(rows))
+                blocks.append(("\n".join(rows), 0))
             continue
         text = block.text.strip()
         if not text:
             continue
-        blocks.append(text)
         style = getattr(getattr(block, "style", None), "name", "") or ""
-        if heading is None and (style == "Title" or style.startswith("Heading")):
+        level = _heading_level(style)
+        blocks.append((text, level))
+        if heading is None and level:
             heading = text
-    text = normalize_text("\n\n".join(blocks))
+    text, outline = join_blocks(blocks)
     if not text:
         logger.warning("%s: the DOCX has no text; no document", source)
         return []
     title = normalize_text(document.core_properties.title or "") or heading
-    metadata: dict[str, JsonValue] = {"source": source}
+    metadata: dict[str, JsonValue] = {"source": source, OUTLINE_KEY: outline}
     if title:
         metadata["title"] = normalize_text(title)
     return [Document(text=text, metadata=metadata)]

@@ -6,6 +6,10 @@ pypdf is pure Python (no system library, installs everywhere, handles RC4 and, w
 
 Per page: ``page`` (1-based), ``page_label`` (the label printed on the page, e.g. ``iv``,
 when the PDF defines labels), and the document ``title`` from the PDF metadata when set.
+Words hyphenated across a line break are joined, real compounds kept, on the evidence of
+the whole file's vocabulary (:mod:`parsers.dehyphenate`); that runs once all pages are in,
+in :func:`finish_pages`, so a PDF split over worker processes gets the same text.
+
 A page without extractable text is a scanned image: it yields no document, and one
 WARNING per file names the file and those pages (OCR is out of scope), so nothing is lost
 silently. A page whose extraction fails is skipped with a WARNING as well; only a file
@@ -21,6 +25,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from ragtools.parsers.dehyphenate import dehyphenate
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError, PasswordRequiredError
 from ragtools.parsers.normalize import normalize_text
@@ -155,7 +160,8 @@ def extract_pages(
 
 
 def finish_pages(source: str, pages: PdfPages) -> list[Document]:
-    """Log the skipped pages and return the documents (or fail if no page could be read).
+    """Log the skipped pages, join hyphenated words and return the documents in page order
+    (or fail if no page could be read).
 
     Raises:
         ParseError: extraction failed on every page.
@@ -176,7 +182,12 @@ def finish_pages(source: str, pages: PdfPages) -> list[Document]:
             source,
             format_pages(pages.no_text),
         )
-    return sorted(pages.documents, key=_page_number)
+    documents = sorted(pages.documents, key=_page_number)
+    texts = dehyphenate([document.text for document in documents])
+    return [
+        document if text == document.text else Document(text=text, metadata=document.metadata)
+        for document, text in zip(documents, texts, strict=True)
+    ]
 
 
 def _page_number(document: Document) -> int:

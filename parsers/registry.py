@@ -1,8 +1,9 @@
 """The format registry: which parser handles a file, by suffix and by sniffing its content.
 
 A parser is a function ``parse(path, *, source, password) -> Iterable[Document]`` that reads
-one file (``source`` is the path as the caller spelt it and must be the ``source``
-metadata of every document; ``password`` is for encrypted formats and may be ignored).
+one file (``source`` is the path as the caller spelt it, for messages and the ``source``
+metadata of every document, which the loader then replaces with the name people cite, see
+:mod:`parsers.file_metadata`; ``password`` is for encrypted formats and may be ignored).
 :func:`register_parser` adds one::
 
     @register_parser(".eml", sniff=lambda head: head.startswith(b"From:"))

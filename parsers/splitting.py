@@ -21,7 +21,12 @@ Sizes are characters, or whatever ``length_function`` counts (e.g. tokens:
 ``lambda s: len(tokenizer.encode(s))``); measured on the trimmed chunk text. A single
 character longer than ``chunk_size`` tokens is the only chunk that can exceed it.
 
-Chunk ids come from :meth:`Chunk.from_document` (a hash of the document id, the offsets and
+Documents with an outline (headings recorded by the Markdown, HTML and DOCX parsers, see
+:mod:`parsers.outline`) are first cut into sections at their headings, and each section is
+split on its own, so a chunk never straddles two sections; each chunk gets ``headings``, its
+heading path, and the outline itself is left on the document.
+
+Chunk ids come from :class:`Chunk` (a hash of the document id, the offsets and
 the text), so splitting the same documents with the same settings gives the same ids on every
 run. Documents with a ``page`` give their chunks ``page_start`` and ``page_end``.
 """
@@ -33,8 +38,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from pydantic import JsonValue
+
 from ragtools.parsers.document import Chunk, Document
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.outline import OUTLINE_KEY, heading_path, section_bounds
 
 __all__ = ["DEFAULT_SEPARATORS", "split"]
 
@@ -194,7 +202,8 @@ def split(
     Returns:
         Chunks in document order, then text order. Each chunk's text is
         ``document.text[chunk.start:chunk.end]``, with the document's metadata plus
-        ``page_start``/``page_end`` when the document has a ``page``.
+        ``page_start``/``page_end`` when the document has a ``page`` and ``headings`` when
+        it has an outline (which chunks do not carry).
 
     Raises:
         ConfigError: ``chunk_size < 1``, ``chunk_overlap < 0``, ``chunk_overlap >=
@@ -221,11 +230,26 @@ def split(
         if not text or text.isspace():
             continue
         splitter = _Splitter(text, chunk_size, chunk_overlap, patterns, length_function)
-        pieces: list[tuple[int, int]] = []
-        splitter.pieces(0, len(text), 0, pieces)
-        page = document.metadata.get("page")
-        extra = {"page_start": page, "page_end": page} if page is not None else {}
-        for start, end in splitter.windows(pieces):
-            chunks.append(Chunk.from_document(document, start, end, **extra))
+        metadata = dict(document.metadata)
+        outline = metadata.pop(OUTLINE_KEY, None)
+        page = metadata.get("page")
+        if page is not None:
+            metadata.update(page_start=page, page_end=page)
+        sections = [(0, len(text))] if outline is None else section_bounds(text, outline)
+        for section_start, section_end in sections:
+            pieces: list[tuple[int, int]] = []
+            splitter.pieces(section_start, section_end, 0, pieces)
+            for start, end in splitter.windows(pieces):
+                if outline is not None:
+                    metadata["headings"] = list[JsonValue](heading_path(outline, end - 1))
+                chunks.append(
+                    Chunk(
+                        doc_id=document.id,
+                        text=text[start:end],
+                        start=start,
+                        end=end,
+                        metadata=dict(metadata),
+                    )
+                )
     logger.debug("split into %d chunks (chunk_size=%d)", len(chunks), chunk_size)
     return chunks

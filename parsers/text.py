@@ -13,7 +13,8 @@ Decoding (:func:`decode_bytes`), in order:
    decodes cleanly is therefore read as Chinese: the price of getting GBK right.
 5. Decoded text with more than 1% control characters is binary content after all.
 
-Text files give one document; the text is normalised (:mod:`parsers.normalize`).
+Text files give one document; the text is normalised (:mod:`parsers.normalize`). A ``.rst``
+file also gets its section titles as the outline, so its chunks carry ``headings``.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ import codecs
 import logging
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.outline import OUTLINE_KEY, rst_outline
 from ragtools.parsers.registry import FALLBACK_PRIORITY, is_html, is_pdf, is_zip, register_parser
 
 __all__ = ["PREFERRED_ENCODINGS", "decode_bytes", "looks_like_text", "parse_text"]
@@ -173,4 +177,7 @@ def parse_text(path: Path, *, source: str, password: str | None = None) -> list[
     if not text:
         logger.warning("%s: no text (only whitespace); no document", source)
         return []
-    return [Document(text=text, metadata={"source": source})]
+    metadata: dict[str, JsonValue] = {"source": source}
+    if path.suffix.lower() == ".rst":
+        metadata[OUTLINE_KEY] = rst_outline(text)
+    return [Document(text=text, metadata=metadata)]

@@ -10,6 +10,8 @@ to read on its own.
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -100,6 +102,18 @@ def _order_scalar(op: str, operand: float | str) -> Predicate:
     if op == "$lt":
         return lambda value: type(value) in kinds and value < operand
     return lambda value: type(value) in kinds and value <= operand
+
+
+def _text_scalar(op: str, operand: str) -> Predicate:
+    """``$prefix``, ``$glob`` (:func:`fnmatch.fnmatchcase`: ``*`` also crosses ``/``) and
+    ``$contains`` (a substring); False for values that are not strings (list values are
+    tested element by element by the node, so ``$contains`` finds a tag in a list too)."""
+    if op == "$prefix":
+        return lambda value: type(value) is str and value.startswith(operand)
+    if op == "$glob":
+        pattern = re.compile(fnmatch.translate(operand))
+        return lambda value: type(value) is str and pattern.match(value) is not None
+    return lambda value: value == operand or (type(value) is str and operand in value)
 
 
 # --- compiled nodes -------------------------------------------------------------------------

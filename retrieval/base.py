@@ -26,6 +26,7 @@ from ragtools.retrieval.expand import (
 )
 from ragtools.retrieval.filters import BoolArray, filter_mask
 from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.source_paths import resolve_source_paths
 from ragtools.retrieval.threshold import MinScore, apply_min_score, check_min_score
 
 __all__ = [
@@ -129,7 +130,9 @@ class QueryFilter:
     """One query's filter, compiled to a row mask once per index version it meets.
 
     A hybrid hands one ``QueryFilter`` to all its retrievers, so those over the same index
-    share a single mask instead of each evaluating the filter over every chunk.
+    share a single mask instead of each evaluating the filter over every chunk. ``source``
+    paths typed relative to the working directory or absolute are first put in the index's
+    stored form (:mod:`retrieval.source_paths`).
     """
 
     def __init__(self, spec: Filter | None) -> None:
@@ -149,7 +152,8 @@ class QueryFilter:
         with self._lock:  # the retrievers of a hybrid ask from several threads at once
             held = self._masks.get(id(state))
             if held is None or held[0] is not state:
-                held = (state, filter_mask(self.spec, state.chunks))
+                spec = resolve_source_paths(self.spec, state.manifest.get("source_root"))
+                held = (state, filter_mask(spec, state.chunks))
                 self._masks[id(state)] = held
             return held[1]
 

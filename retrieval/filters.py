@@ -9,8 +9,19 @@ LangChain's structured query translators all speak::
 * Keys are metadata field names, or the chunk's own ``"doc_id"`` and ``"chunk_id"`` (these
   two always come from the chunk and win over metadata keys of the same name).
 * Several keys are joined by AND; a bare value means ``$eq``.
-* Field operators: ``$eq $ne $gt $gte $lt $lte $in $nin $exists $not``; logical operators at
-  the top level: ``$and`` and ``$or`` (a non-empty list of filters) and ``$not`` (a filter).
+* Field operators: ``$eq $ne $gt $gte $lt $lte $in $nin $exists $not``, and for text
+  ``$prefix``, ``$glob`` and ``$contains``; logical operators at the top level: ``$and``
+  and ``$or`` (a non-empty list of filters) and ``$not`` (a filter).
+
+Text operators, each taking one string::
+
+    {"source": {"$prefix": "docs/"}}          # a folder (sources are relative paths)
+    {"source": {"$glob": "papers/*.pdf"}}     # fnmatch: * and ? (* also crosses "/")
+    {"title": {"$contains": "BM25"}}          # a substring (case-sensitive)
+    {"file_type": {"$in": ["pdf", "md"]}}     # PDFs and Markdown only
+
+``$contains`` on a list-valued field (``tags``) matches an element equal to the operand or
+a string element containing it.
 
 Semantics follow MongoDB, chosen because it is the language users already know:
 
@@ -56,6 +67,7 @@ from ragtools.retrieval._filter_nodes import (
     _Not,
     _Or,
     _order_scalar,
+    _text_scalar,
 )
 from ragtools.retrieval._filter_nodes import BoolArray as BoolArray  # re-exported for retrievers
 
@@ -67,7 +79,8 @@ FilterSpec: TypeAlias = Mapping[str, Any]
 """A filter such as ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
 
 _COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
-_FIELD_OPS = ("$eq", "$ne", *_COMPARISONS, "$in", "$nin", "$exists", "$not")
+_TEXT_OPS = ("$prefix", "$glob", "$contains")
+_FIELD_OPS = ("$eq", "$ne", *_COMPARISONS, "$in", "$nin", "$exists", "$not", *_TEXT_OPS)
 _LOGICAL_OPS = ("$and", "$or", "$not")
 
 
@@ -100,6 +113,11 @@ def _compile_operator(field: str, op: str, operand: Any, where: str) -> _Node:
         if any(isinstance(item, (Mapping, list, tuple)) for item in operand):
             raise _fail(where, f"{op} takes a list of JSON scalars, got {list(operand)!r}")
         return _Leaf(field, _in_scalar(operand), negate=op == "$nin")
+    if op in _TEXT_OPS:
+        if not isinstance(operand, str):
+            problem = f"{op} takes a string, got {_type_name(operand)} {operand!r}"
+            raise _fail(where, problem)
+        return _Leaf(field, _text_scalar(op, operand))
     if op == "$exists":
         if not isinstance(operand, bool):
             problem = f"$exists takes true or false, got {_type_name(operand)} {operand!r}"

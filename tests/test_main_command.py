@@ -48,7 +48,7 @@ def test_demo_from_a_clean_clone(clone: Path) -> None:
     assert (clone / ".venv" / "bin" / "rag").exists()
     assert "all-MiniLM-L6-v2" in out
     assert "content (what the model reads)" in out
-    assert "source: " in out and "README.md" in out  # a citation
+    assert "README.md" in out and "(chunk " in out  # a citation
     assert "artifact (what the application keeps):" in out and "Hit objects" in out
     assert "status='success'" in out
 

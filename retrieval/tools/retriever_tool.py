@@ -9,10 +9,16 @@ The tool returns ``(content, artifact)``:
 
 * ``content`` is what the model reads: each hit rendered with a citation, by default::
 
-      [1] source: a.pdf, page 3 (chunk 1a2b3c4d)
+      [1] papers/tracemonkey.pdf, page 5 (chunk 1a2b3c4d)
       <chunk text>
 
-  (``pages 3-4`` when a chunk spans pages; no page part for unpaged sources), joined with
+      [2] docs/guide.md › Install › From source (chunk 5e6f7a8b)
+      <chunk text>
+
+  (``pages 3-4`` when a chunk spans pages; the heading path when the chunk has
+  ``headings``; the source alone otherwise). The source is the chunk's relative ``source``;
+  an absolute one (an index built before sources were relative) shows its file name only,
+  so no directory of the build machine reaches the model. Hits are joined with
   ``document_separator``, or with ``document_prompt``, a ``str.format`` template over
   ``{text}`` (alias ``{page_content}``), ``{source}``, ``{page}``, ``{chunk_id}``,
   ``{doc_id}``, ``{score}``, ``{rank}`` and any metadata key (missing ones render empty).
@@ -51,6 +57,7 @@ import asyncio
 import logging
 import string
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -113,14 +120,18 @@ def format_hit(hit: Hit, document_prompt: str | None = None) -> str:
     """Render one hit for a model: the default citation header, or ``document_prompt``."""
     chunk = hit.chunk
     page = _page_text(chunk.metadata)
+    source = _shown_source(chunk.source)
     if document_prompt is None:
-        where = f"source: {chunk.source}" + (f", {page}" if page else "")
+        headings = chunk.metadata.get("headings")
+        where = source + (f", {page}" if page else "")
+        if isinstance(headings, list) and headings:
+            where = " › ".join([where, *map(str, headings)])
         return f"[{hit.rank}] {where} (chunk {chunk.id[:8]})\n{chunk.text}"
     values = _Blank(chunk.metadata)
     values.update(
         text=chunk.text,
         page_content=chunk.text,
-        source=chunk.source,
+        source=source,
         page=page.split(" ", 1)[1] if page else "",
         chunk_id=chunk.id,
         doc_id=chunk.doc_id,
@@ -222,7 +233,7 @@ def create_retriever_tool(
         ...     {"name": "search_docs", "args": {"query": "warranty"}, "id": "c1",
         ...      "type": "tool_call"})
         >>> message.content.splitlines()[0]
-        '[1] source: manual.pdf, page 12 (chunk 9f3a2b1c)'
+        '[1] manual.pdf, page 12 (chunk 9f3a2b1c)'
         >>> [hit.rank for hit in message.artifact]
         [1, 2, 3, 4]
     """
@@ -297,6 +308,13 @@ def create_retriever_tool(
         response_format=response_format,
         **tool_kwargs,
     )
+
+
+def _shown_source(source: str) -> str:
+    """The source as a model may read it: relative as stored, else the file name only."""
+    if PurePosixPath(source).is_absolute() or PureWindowsPath(source).is_absolute():
+        return PureWindowsPath(source).name
+    return source
 
 
 def _page_text(metadata: dict[str, Any]) -> str:

@@ -53,23 +53,28 @@ def test_mixed_tree(mixed_tree: Path) -> None:
     assert isinstance(result, LoadResult)
     sources = [d.metadata["source"] for d in result.documents]
     root = str(mixed_tree)
-    assert sources == [
-        f"{root}/a_good.txt",
-        f"{root}/b_notes.md",
-        f"{root}/c_page.html",
-        f"{root}/d_zh_gbk.txt",
-        f"{root}/e_paper.pdf",
-        f"{root}/sub/deeper/z_deep.txt",
+    assert sources == [  # relative to the root, POSIX separators
+        "a_good.txt",
+        "b_notes.md",
+        "c_page.html",
+        "d_zh_gbk.txt",
+        "e_paper.pdf",
+        "sub/deeper/z_deep.txt",
     ]
+    for document in result.documents:
+        assert document.metadata["path"] == str((mixed_tree / document.source).resolve())
+    assert [d.metadata["file_type"] for d in result.documents] == [
+        "txt", "md", "html", "txt", "pdf", "txt"
+    ]  # fmt: skip
     texts = {d.metadata["source"]: d.text for d in result.documents}
-    assert texts[f"{root}/d_zh_gbk.txt"] == CHINESE  # GBK decoded correctly
-    assert texts[f"{root}/b_notes.md"] == "# Notes\n\nMarkdown body."
+    assert texts["d_zh_gbk.txt"] == CHINESE  # GBK decoded correctly
+    assert texts["b_notes.md"] == "# Notes\n\nMarkdown body."
     assert [(e.path, e.error) for e in result.errors] == [
         (f"{root}/f_invalid.pdf", "ParseError"),
         (f"{root}/g_locked.pdf", "PasswordRequiredError"),
         (f"{root}/i_garbage.txt", "ParseError"),
     ]
-    assert texts[f"{root}/e_paper.pdf"].startswith("Lorem ipsum")
+    assert texts["e_paper.pdf"].startswith("Lorem ipsum")
     assert "password is needed" in result.errors[1].message
     assert result.skipped == [
         (f"{root}/.git", "hidden directory"),
@@ -82,10 +87,11 @@ def test_mixed_tree(mixed_tree: Path) -> None:
 
 def test_pattern_and_single_file(mixed_tree: Path) -> None:
     result = load_dir(mixed_tree, pattern="**/*.md")
-    assert [d.metadata["source"] for d in result.documents] == [str(mixed_tree / "b_notes.md")]
+    assert [d.metadata["source"] for d in result.documents] == ["b_notes.md"]
     assert result.errors == [] and result.skipped == []
     single = load_dir(mixed_tree / "a_good.txt")
     assert [d.text for d in single.documents] == ["A good plain text file."]
+    assert [d.source for d in single.documents] == ["a_good.txt"]  # a single file: its name
 
 
 def test_bad_arguments(tmp_path: Path) -> None:

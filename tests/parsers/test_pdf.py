@@ -38,11 +38,14 @@ def test_text_pdfs_give_one_document_per_page(pdf_dir: Path, name: str) -> None:
     docs = parsers.load(path)
     assert [d.metadata["page"] for d in docs] == list(range(1, pages + 1))
     for doc in docs:
-        assert doc.metadata["source"] == str(path)
+        assert doc.metadata["source"] == path.name  # given absolute: the name
+        assert doc.metadata["path"] == str(path.resolve())
+        assert doc.metadata["file_type"] == "pdf"
         assert doc.metadata["page_label"] == str(doc.metadata["page"])
         assert doc.text == doc.text.strip() and doc.text
         assert "\ufffd" not in doc.text
-        assert "\n\n\n" not in doc.text and "  " not in doc.text
+        assert "\n\n\n" not in doc.text  # runs of blank lines collapsed
+        assert all(line == line.rstrip() for line in doc.text.split("\n"))
     text = "\n".join(d.text for d in docs)
     for needle in needles:
         assert needle in text
@@ -117,7 +120,8 @@ def test_invalid_pdf_is_a_parse_error_naming_it(pdf_dir: Path) -> None:
 def test_truncated_pdf_as_string_path(pdf_dir: Path) -> None:
     source = str(pdf_dir / "scan-bad.pdf")
     (doc,) = parsers.load(source)
-    assert doc.text == "pdf.js" and doc.metadata["source"] == source
+    assert doc.text == "pdf.js" and doc.metadata["source"] == "scan-bad.pdf"
+    assert doc.metadata["path"] == source
 
 
 @pytest.mark.slow

@@ -47,5 +47,5 @@ def test_content_artifact_and_errors_survive_a_langgraph_tool_node(
     assert [m.tool_call_id for m in messages] == ["1", "2", "3"]
     assert (messages[0].content, messages[0].artifact) == ("3", {"sum": 3})
     assert messages[1].artifact == retriever.hits
-    assert messages[1].content.startswith("[1] source: a.pdf, page 3")
+    assert messages[1].content.startswith("[1] a.pdf, page 3")
     assert messages[2].status == "error" and "valid integer" in messages[2].content

@@ -75,9 +75,11 @@ class TestAgentLoop:
         first, second, missing = node.invoke(calls)
         assert [m.tool_call_id for m in (first, second, missing)] == ["a", "b", "c"]
         assert [m.status for m in (first, second, missing)] == ["success", "success", "error"]
-        assert first.content.startswith(f"[1] source: {ZEN}, page 1 (chunk ")
+        # files given as absolute paths are cited by name: no directory reaches the model
+        assert first.content.startswith(f"[1] {Path(ZEN).name}, page 1 (chunk ")
+        assert str(PDFS) not in first.content + second.content
         assert "Beautiful is better than ugly." in first.content
-        assert f"source: {COLUMNS}, page " in second.content
+        assert f"] {Path(COLUMNS).name}, page " in second.content
         for message in (first, second):
             assert reference_tokens(message.content) <= 800
             shown = _assert_whole_hits(message.content, message.artifact)
@@ -104,7 +106,7 @@ class TestRetrievalTool:
         retrieval = _retrieval(tmp_path, max_ref_token=120, rag_searchers=["keyword_search"])
         content = retrieval.call({"query": "lorem ipsum dolor"}, files=[COLUMNS])
         assert 0 < reference_tokens(content) <= 120
-        assert content.startswith(f"[1] source: {COLUMNS}")
+        assert content.startswith(f"[1] {Path(COLUMNS).name}")
 
     def test_budget_larger_keeps_more_whole_hits(self, tmp_path: Path) -> None:
         query = {"query": "lorem ipsum dolor sit amet", "files": [COLUMNS]}
@@ -123,7 +125,7 @@ class TestRetrievalTool:
         hits = retrieval.search("lorem ipsum", [ZEN, COLUMNS])
         assert hits and all(isinstance(hit, Hit) for hit in hits)
         if searchers == ["front_page_search"]:  # each document's opening chunk
-            assert {hit.chunk.metadata["source"] for hit in hits} == {ZEN, COLUMNS}
+            assert {hit.chunk.metadata["path"] for hit in hits} == {ZEN, COLUMNS}
 
     @pytest.mark.parametrize(
         "config",

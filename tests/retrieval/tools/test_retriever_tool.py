@@ -33,9 +33,9 @@ def _call(query: object, call_id: str = "call_1") -> dict[str, object]:
 def _expected_content(hits: list[Hit]) -> str:
     a, b, c = (h.chunk.id[:8] for h in hits)
     return (
-        f"[1] source: a.pdf, page 3 (chunk {a})\nAlpha text.\n\n"
-        f"[2] source: b.pdf, pages 4-5 (chunk {b})\nBeta text is longer.\n\n"
-        f"[3] source: c.md (chunk {c})\nGamma."
+        f"[1] a.pdf, page 3 (chunk {a})\nAlpha text.\n\n"
+        f"[2] b.pdf, pages 4-5 (chunk {b})\nBeta text is longer.\n\n"
+        f"[3] c.md (chunk {c})\nGamma."
     )
 
 

@@ -1,0 +1,98 @@
+"""What every document of a file says about the file: ``source``, ``path``, ``file_type``,
+``mtime`` and ``size``.
+
+* ``source`` is the name people read, cite and filter on: the path relative to the root
+  given to :func:`parsers.load_dir` (POSIX separators, so an index built on Windows filters
+  like one built on Linux), or, for one file, the path as given (only its name when given
+  as an absolute path: the build machine's directories are no business of a model that
+  reads the citation).
+* ``path`` is the absolute path, for the application (open the file, re-parse it); it is
+  never part of what the retriever tool shows a model.
+* ``file_type`` is the format's usual suffix without the dot (``pdf``, ``md``, ``html``,
+  ``txt``, ``docx``...): the suffix, spelt the common way (``.htm`` is ``html``,
+  ``.markdown`` is ``md``), or, for a file parsed by content (a PDF saved as ``.txt``),
+  the type of the parser that read it.
+* ``mtime`` is the modification time in UTC, ISO 8601 to the second
+  (``2026-11-24T03:33:27Z``), so ``{"mtime": {"$gte": "2026-01-01"}}`` compares as text;
+  ``size`` is in bytes.
+
+The parser's own metadata wins for keys it sets, except ``source`` and ``path``, which are
+the loader's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from pydantic import JsonValue
+
+from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.registry import ParserSpec
+
+__all__ = ["file_metadata", "file_type", "source_name", "with_file_metadata"]
+
+_SPELLINGS = {
+    "htm": "html",
+    "xhtml": "html",
+    "markdown": "md",
+    "mdown": "md",
+    "mkd": "md",
+    "text": "txt",
+    "yml": "yaml",
+}
+
+
+def file_type(file: Path, spec: ParserSpec) -> str:
+    """The ``file_type`` of ``file`` read by ``spec`` (see the module docstring)."""
+    suffix = file.suffix.lower()
+    if not suffix or (spec.suffixes and suffix not in spec.suffixes):
+        suffix = spec.suffixes[0] if spec.suffixes else f".{spec.name}"
+        if spec.name == "text":
+            suffix = ".txt"
+    name = suffix[1:]
+    return _SPELLINGS.get(name, name)
+
+
+def source_name(given: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
+    """The ``source`` of the file ``given`` under ``root`` (see the module docstring).
+
+    Args:
+        given: the file, as the caller spelt it (relative or absolute).
+        root: the directory sources are relative to; ``None`` for a file on its own.
+    """
+    path = Path(os.fspath(given))
+    if root is not None:
+        try:
+            return path.resolve().relative_to(Path(os.fspath(root)).resolve()).as_posix()
+        except ValueError:  # not under the root (a symbolic link out of it): its name
+            return path.name
+    return path.name if path.is_absolute() else os.fspath(given)
+
+
+def file_metadata(file: Path, spec: ParserSpec, stat: os.stat_result) -> dict[str, JsonValue]:
+    """``path``, ``file_type``, ``mtime`` and ``size`` of ``file`` (``stat`` is its stat)."""
+    return {
+        "path": str(file.resolve()),
+        "file_type": file_type(file, spec),
+        "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stat.st_mtime)),
+        "size": stat.st_size,
+    }
+
+
+def with_file_metadata(
+    document: Document, source: str, extra: dict[str, JsonValue] | None = None
+) -> Document:
+    """``document`` with ``source`` and the file's metadata; an id derived from the old
+    source is derived again (given ids, like BEIR ``_id`` values, are kept)."""
+    metadata = {**(extra or {}), **document.metadata, "source": source}
+    if extra and "path" in extra:
+        metadata["path"] = extra["path"]
+    if metadata == document.metadata:
+        return document
+    old = document.metadata.get("source")
+    auto_id = stable_id("doc", old, document.metadata.get("page"), document.text)
+    if document.id == auto_id:
+        return Document(text=document.text, metadata=metadata)
+    return Document(id=document.id, text=document.text, metadata=metadata)
