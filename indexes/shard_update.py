@@ -23,7 +23,7 @@ from ragtools.indexes.shards import Shard, ShardedIndex, shard_of
 from ragtools.indexes.sources import expand_sources, fingerprint, parse_files, source_root
 from ragtools.indexes.versions import VERSIONS
 from ragtools.indexes.writer import UpdateReport
-from ragtools.parsers import Chunk, FileError
+from ragtools.parsers import Chunk, FileError, Selection
 from ragtools.parsers.errors import ConfigError
 
 __all__ = ["update_sharded"]
@@ -34,10 +34,13 @@ def update_sharded(
     sources: Sequence[str | Path] | None = None,
     *,
     show_progress: bool | None = None,
+    selection: Selection | None = None,
+    password: str | None = None,
 ) -> UpdateReport:
     """Update a sharded index from its sources, rewriting only the shards that changed.
 
     The result equals a fresh sharded build (and so one index) of the same sources.
+    ``selection`` chooses the files of the sources; ``password`` opens encrypted PDFs.
     """
     del show_progress
     manifest = index.manifest
@@ -47,7 +50,7 @@ def update_sharded(
         msg = "this index tracks no source files (built from documents); pass sources"
         raise ConfigError(msg)
     n = len(index.shards)
-    files = [str(f) for f in expand_sources(roots)]
+    files = [str(f) for f in expand_sources(roots, selection)]
     prints = {f: fingerprint(Path(f)) for f in files}
     old: dict[str, Any] = manifest.get("fingerprints", {})
     stale = {f for f in files if old.get(f) != prints[f]}
@@ -68,6 +71,7 @@ def update_sharded(
             files=by_shard[s],
             pinned=shard.version,
             source_root=str(source_root(roots)),
+            password=password,
         )
         kept_failures = [f for f in old_failures if shard_of(f.path, n) == s]
         if s in touched:
@@ -101,7 +105,9 @@ def _rebuild(
     settings = index.settings
     again = [f for f in work.files if f in stale]
     root = Path(work.source_root) if work.source_root else None
-    result = parse_files([Path(f) for f in again], root=root, show_progress=False)
+    result = parse_files(
+        [Path(f) for f in again], root=root, show_progress=False, password=work.password
+    )
     parsed, failures = result.by_file, result.failures
     old: dict[str, list[Chunk]] = {}
     for chunk in state.chunks if state is not None else []:

@@ -11,6 +11,8 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
+# The venv's bundled pip may be old; older resolvers trip over repeated extras (lxml[html-clean]).
+"${pip[@]}" install --upgrade "pip>=24.1"
 if ! .venv/bin/python -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
   echo "==> installing torch==2.13.0 (CPU build)" >&2
   "${pip[@]}" install "torch==2.13.0"
