@@ -30,6 +30,18 @@ logger = logging.getLogger(__name__)
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
+def _disable_telemetry(ort: Any) -> None:
+    """Turn off ONNX Runtime's telemetry before any session exists.
+
+    Some builds record events (OS, CPU, memory, Python path) on every inference in a
+    database under the user's cache folder, and carry an upload endpoint; a retrieval
+    library has no business reporting its users' machines.
+    """
+    disable = getattr(ort, "disable_telemetry_events", None)
+    if disable is not None:
+        disable()
+
+
 class OnnxQueryEncoder:
     """Embeds one text at a time with an ONNX Runtime copy of a sentence-transformers model.
 
@@ -66,6 +78,7 @@ class OnnxQueryEncoder:
         except ImportError as exc:
             logger.info("ONNX Runtime unavailable (%s); queries use sentence-transformers", exc)
             return None
+        _disable_telemetry(ort)
         try:
             sample = model.preprocess(["an example query for the export"])
             inputs = tuple(name for name in _INPUTS if name in sample)

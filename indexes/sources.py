@@ -16,6 +16,7 @@ from pathlib import Path
 from ragtools.indexes._persist import sha256_file
 from ragtools.parsers import Document, FileError, load_files
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.loading import special_kind
 
 __all__ = ["expand_sources", "fingerprint", "parse_files"]
 
@@ -35,10 +36,10 @@ def expand_sources(sources: Iterable[str | Path]) -> list[Path]:
     files: set[Path] = set()
     for source in sources:
         path = Path(source).expanduser().resolve()
-        if path.is_file():
+        if path.is_dir():  # every entry but folders: a FIFO or a device is a failure
+            files.update(p for p in path.rglob("*") if not p.is_dir() and not _hidden(p, path))
+        elif path.exists():
             files.add(path)
-        elif path.is_dir():
-            files.update(p for p in path.rglob("*") if p.is_file() and not _hidden(p, path))
         else:
             msg = f"{source}: no such file or directory"
             raise ConfigError(msg)
@@ -46,8 +47,20 @@ def expand_sources(sources: Iterable[str | Path]) -> list[Path]:
 
 
 def fingerprint(path: Path) -> dict[str, str | int]:
-    """Size and SHA-256 of a file: what decides whether it must be parsed again."""
-    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
+    """Size and SHA-256 of a file: what decides whether it must be parsed again.
+
+    A file that cannot be read (no permission, a FIFO or a device, gone) gets the reason
+    instead of a digest and never raises: its parse fails as one entry of the failures, and
+    it is parsed again once its fingerprint changes.
+    """
+    try:
+        info = path.stat()
+        kind = special_kind(info.st_mode)
+        if kind is not None:
+            return {"size": 0, "unreadable": kind}
+        return {"size": info.st_size, "sha256": sha256_file(path)}
+    except OSError as exc:
+        return {"size": 0, "unreadable": exc.strerror or type(exc).__name__}
 
 
 def parse_files(

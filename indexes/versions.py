@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -65,7 +66,11 @@ def current_version(root: str | Path) -> Path:
     if not root.is_dir():
         raise IndexLoadError(root, "no index here (directory does not exist)")
     try:
-        name = pointer.read_text(encoding="utf-8").strip()
+        mode = os.lstat(pointer).st_mode
+        if not stat.S_ISREG(mode):  # a FIFO blocks, a link to /dev/zero never ends
+            raise IndexLoadError(pointer, "not a regular file; an index writes a plain file")
+        with open(pointer, "rb") as handle:
+            name = handle.read(64).decode("utf-8").strip()
     except FileNotFoundError as exc:
         msg = f"not an index: {POINTER} is missing (build one with `rag build`)"
         raise IndexLoadError(root, msg) from exc
@@ -178,8 +183,12 @@ def write_version(root: str | Path, writer: Callable[[Path], None], *, keep: int
         name = f"v-{number:06d}"
         tmp = versions / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
-        writer(tmp)
-        _fsync_tree(tmp)
+        try:
+            writer(tmp)
+            _fsync_tree(tmp)
+        except BaseException:  # a failed save leaves nothing behind (a crash: the next save)
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         final = versions / name
         os.rename(tmp, final)
         fsync_dir(versions)

@@ -28,12 +28,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragtools.parsers import html, markdown, office, pdf, records, text  # noqa: F401  (register formats)
+from ragtools.parsers._budget import DEFAULT_TIME_BUDGET
 from ragtools.parsers._pool import (
     Jobs,
     Outcome,
@@ -51,6 +53,7 @@ from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_TIME_BUDGET",
     "FileError",
     "LoadResult",
     "load",
@@ -87,12 +90,42 @@ class LoadResult:
     """``(path, reason)`` of every file or hidden directory not attempted."""
 
 
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular, non-directory file is (``"a FIFO"``), or ``None``.
+
+    Only regular files are opened: reading a FIFO blocks until a writer comes, and a
+    device such as ``/dev/zero`` never ends.
+    """
+    return next((kind for test, kind in _SPECIAL if test(mode)), None)
+
+
+def _not_regular(kind: str) -> str:
+    return f"not a regular file ({kind}); only regular files are read"
+
+
 def _read_head(file: Path, source: str) -> bytes:
     try:
-        if file.is_dir():
+        mode = file.stat().st_mode
+        if stat.S_ISDIR(mode):
             msg = "is a directory; use parsers.load_dir for directories"
             raise ParseError(source, msg)
-        with open(file, "rb") as handle:
+        kind = special_kind(mode)
+        if kind is not None:
+            raise ParseError(source, _not_regular(kind))
+        # O_NONBLOCK: should the path have become a FIFO since the stat, opening it returns
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as handle:
+            kind = special_kind(os.fstat(fd).st_mode)
+            if kind is not None:
+                raise ParseError(source, _not_regular(kind))
             head = handle.read(HEAD_BYTES)
     except FileNotFoundError as exc:
         msg = "no such file; check the path"
@@ -117,12 +150,19 @@ def _resolve(file: Path, head: bytes, source: str) -> ParserSpec:
     return spec
 
 
-def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[Document]:
+def load(
+    path: str | os.PathLike[str],
+    *,
+    password: str | None = None,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
+) -> list[Document]:
     """Parse one file into documents, choosing the format by suffix and content.
 
     Args:
         path: the file. Its string form, as given, is the ``source`` of every document.
         password: for encrypted PDFs.
+        time_budget: seconds the parse may take (``None``: no limit); enforced in the
+            main thread on POSIX (see :mod:`parsers._budget`).
 
     Returns:
         The documents: one per page for PDF and PPTX (pages without text are skipped with a
@@ -130,7 +170,8 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
 
     Raises:
         PasswordRequiredError: an encrypted file, and no password or a wrong one.
-        ParseError: every other failure (missing, empty, binary, damaged, unsupported).
+        ParseError: every other failure (missing, empty, binary, damaged, unsupported, not
+            a regular file, over the time budget or a size limit).
 
     Example:
         >>> docs = load("../shared/pdfs/tracemonkey.pdf")
@@ -140,7 +181,14 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
     source = os.fspath(path)
     file = Path(source)
     head = _read_head(file, source)
-    return run_parser(_resolve(file, head, source), file, source, password)
+    _check_budget(time_budget)
+    return run_parser(_resolve(file, head, source), file, source, password, time_budget)
+
+
+def _check_budget(time_budget: float | None) -> None:
+    if time_budget is not None and not time_budget > 0:
+        msg = f"time_budget must be a positive number of seconds or None, got {time_budget}"
+        raise ConfigError(msg)
 
 
 # ---- load_dir ---------------------------------------------------------------------------
@@ -160,6 +208,10 @@ def _walk(root: Path, pattern: str) -> tuple[list[Path], list[tuple[str, str]]]:
                 files.append(path)
             elif path.is_symlink() and not path.exists():
                 skipped.append((str(path), "broken symbolic link"))
+            elif not path.is_dir():
+                kind = _special_path(path)
+                if kind is not None:
+                    skipped.append((str(path), _not_regular(kind)))
         elif hidden == len(relative.parts) - 1 and not path.is_dir():
             skipped.append((str(path), "hidden file"))
         else:
@@ -170,6 +222,13 @@ def _walk(root: Path, pattern: str) -> tuple[list[Path], list[tuple[str, str]]]:
     return files, skipped
 
 
+def _special_path(path: Path) -> str | None:
+    try:
+        return special_kind(path.stat().st_mode)
+    except OSError:
+        return None
+
+
 def _plan(
     files: list[Path], skipped: list[tuple[str, str]], max_bytes: int
 ) -> tuple[list[Task], dict[int, Outcome]]:
@@ -178,6 +237,10 @@ def _plan(
     for index, file in enumerate(files):
         source = str(file)
         try:
+            kind = _special_path(file)
+            if kind is not None:
+                skipped.append((source, _not_regular(kind)))
+                continue
             size = file.stat().st_size
             if size > max_bytes:
                 skipped.append((source, f"larger than max_bytes ({size} > {max_bytes} bytes)"))
@@ -200,6 +263,7 @@ def load_dir(
     workers: int | None = None,
     show_progress: bool | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
 ) -> LoadResult:
     """Parse every file under ``root`` (in parallel where it pays); never stops on a bad file.
 
@@ -212,6 +276,8 @@ def load_dir(
             batches big enough to repay the start-up), ``1`` parses everything here.
         show_progress: a progress bar on stderr; ``None`` shows it only on a terminal.
         max_bytes: larger files are skipped.
+        time_budget: seconds one file may take to parse (``None``: no limit); a file over
+            it is stopped and becomes an entry of ``errors``.
 
     Returns:
         Documents, per-file errors and skipped files, each in sorted path order.
@@ -229,8 +295,16 @@ def load_dir(
     if max_bytes < 1:
         msg = f"max_bytes must be >= 1, got {max_bytes}"
         raise ConfigError(msg)
+    _check_budget(time_budget)
     files, skipped = _walk(base, pattern)
-    return _load(files, skipped, workers=workers, show_progress=show_progress, max_bytes=max_bytes)
+    return _load(
+        files,
+        skipped,
+        workers=workers,
+        show_progress=show_progress,
+        max_bytes=max_bytes,
+        time_budget=time_budget,
+    )
 
 
 def load_files(
@@ -239,6 +313,7 @@ def load_files(
     workers: int | None = None,
     show_progress: bool | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
 ) -> LoadResult:
     """Parse a list of files as :func:`load_dir` parses a tree (same parallelism and rules).
 
@@ -247,8 +322,16 @@ def load_files(
     if workers is not None and workers < 1:
         msg = f"workers must be >= 1 or None (automatic), got {workers}"
         raise ConfigError(msg)
+    _check_budget(time_budget)
     paths = [Path(os.fspath(f)) for f in files]
-    return _load(paths, [], workers=workers, show_progress=show_progress, max_bytes=max_bytes)
+    return _load(
+        paths,
+        [],
+        workers=workers,
+        show_progress=show_progress,
+        max_bytes=max_bytes,
+        time_budget=time_budget,
+    )
 
 
 def _load(
@@ -258,6 +341,7 @@ def _load(
     workers: int | None,
     show_progress: bool | None,
     max_bytes: int,
+    time_budget: float | None,
 ) -> LoadResult:
     start = time.perf_counter()
     tasks, failed = _plan(files, skipped, max_bytes)
@@ -266,8 +350,8 @@ def _load(
     with contextlib.ExitStack() as stack:
         jobs: Jobs = {}
         if size:  # workers start now, before the progress bar's monitor thread would
-            jobs = submit(tasks, size, stack)
-        steps = execute(tasks, jobs, results)
+            jobs = submit(tasks, size, stack, time_budget)
+        steps = execute(tasks, jobs, results, time_budget)
         for _ in progress(steps, total=len(tasks), desc="Parsing", show_progress=show_progress):
             pass
     documents: list[Document] = []

@@ -7,6 +7,7 @@ Errors print one line (what failed, which file, what to do) and exit with status
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import sys
@@ -15,8 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtools.indexes.bundle import Index
+from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval.base import BaseRetriever
+from ragtools.retrieval.filters import MAX_FILTER_DEPTH
 from ragtools.retrieval.hit import Hit
 
 __all__ = ["main", "make_retriever"]
@@ -71,21 +74,34 @@ def _render_hit(hit: Hit) -> str:
     return f"{hit.rank:>3}. {hit.score:.4f}  {where}\n     {snippet}"
 
 
+def _decoded(argument: str) -> str:
+    """A command-line argument with undecodable bytes (``$'\\xff'``) replaced by U+FFFD.
+
+    Python hands such bytes over as lone surrogates, which no tokenizer, model or JSON
+    writer accepts.
+    """
+    return argument.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
     spec = None
+    query = _decoded(args.query)
     if args.filter:
         try:
-            spec = json.loads(args.filter)
+            spec = json.loads(_decoded(args.filter))
         except json.JSONDecodeError as exc:
             msg = f"--filter is not valid JSON ({exc.msg} at column {exc.colno})"
+            raise ConfigError(msg) from exc
+        except RecursionError as exc:
+            msg = f"--filter is nested too deep (at most {MAX_FILTER_DEPTH} levels)"
             raise ConfigError(msg) from exc
         if not isinstance(spec, dict):
             msg = '--filter must be a JSON object, e.g. {"page": {"$gte": 3}}'
             raise ConfigError(msg)
     index = Index.open(args.index)
-    hits = make_retriever(index, args.mode, args.k).invoke(args.query, k=args.k, filter=spec)
+    hits = make_retriever(index, args.mode, args.k).invoke(query, k=args.k, filter=spec)
     if args.json:
-        print(json.dumps([hit.model_dump(mode="json") for hit in hits], ensure_ascii=False))
+        print(json_text([hit.model_dump(mode="json") for hit in hits]))
     elif not hits:
         print("no results")
     else:
@@ -94,7 +110,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    print(json.dumps(Index.open(args.index).info(), indent=2, ensure_ascii=False))
+    print(json_text(Index.open(args.index).info(), indent=2))
     return 0
 
 
@@ -184,6 +200,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rag`` console script."""
     args = _parser().parse_args(argv)
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a source name that is not UTF-8, escaped
+        sys.stdout.reconfigure(errors="backslashreplace")
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
