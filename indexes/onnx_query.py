@@ -30,16 +30,16 @@ logger = logging.getLogger(__name__)
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-def _disable_telemetry(ort: Any) -> None:
-    """Turn off ONNX Runtime's telemetry before any session exists.
+def _disable_telemetry() -> None:
+    """Turn ONNX Runtime's telemetry off before it initialises.
 
-    Some builds record events (OS, CPU, memory, Python path) on every inference in a
-    database under the user's cache folder, and carry an upload endpoint; a retrieval
-    library has no business reporting its users' machines.
+    Official builds record events (OS, CPU, memory, Python path) and a persistent device id
+    under the user's cache folder (``Microsoft/DeveloperTools/.onnxruntime``) as soon as
+    the module is imported, and carry an uploader; a retrieval library has no business
+    reporting its users' machines. ``ORT_DISABLE_TELEMETRY=1``, read when ONNX Runtime
+    initialises, prevents all of it (its Privacy.md); a value the user set is kept.
     """
-    disable = getattr(ort, "disable_telemetry_events", None)
-    if disable is not None:
-        disable()
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 
 class OnnxQueryEncoder:
@@ -72,13 +72,14 @@ class OnnxQueryEncoder:
             return None
         pooling, has_normalize = plan
         normalize = normalize or has_normalize
+        _disable_telemetry()
         try:
             import onnxruntime as ort
             import torch
         except ImportError as exc:
             logger.info("ONNX Runtime unavailable (%s); queries use sentence-transformers", exc)
             return None
-        _disable_telemetry(ort)
+        ort.disable_telemetry_events()  # in case it was imported, and initialised, earlier
         try:
             sample = model.preprocess(["an example query for the export"])
             inputs = tuple(name for name in _INPUTS if name in sample)
