@@ -1,7 +1,8 @@
 """HTML: the visible body text of a page, its ``<title>`` as metadata.
 
 beautifulsoup4 with the standard library's ``"html.parser"``: no compiled dependency, and
-it never raises on malformed markup (it is forgiving by design, like browsers).
+it never raises on malformed markup (it is forgiving by design, like browsers). The text is
+collected in one iterative walk, linear however wide or deep the tree.
 
 What is kept: the text of the body, with a blank line around block elements (paragraphs,
 headings, lists, tables) so the splitter sees paragraphs, a line break after list items,
@@ -20,6 +21,7 @@ import codecs
 import logging
 import re
 from pathlib import Path
+from typing import Any
 
 from pydantic import JsonValue
 
@@ -78,23 +80,44 @@ def html_to_text(markup: str) -> tuple[str, str | None]:
         ``(text, title)``: normalised text (empty when nothing is visible) and the
         normalised ``<title>``, or ``None`` when it is missing or empty.
     """
-    from bs4 import BeautifulSoup, Comment
+    from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(markup, "html.parser")
     title_tag = soup.find("title")
     title = normalize_text(title_tag.get_text(" ")) if title_tag is not None else ""
-    for tag in soup.find_all(DROPPED_TAGS):
-        tag.decompose()
-    for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
-        comment.extract()
-    for tag in soup.find_all(_BLOCK_TAGS):
-        tag.insert_before("\n\n")
-        tag.insert_after("\n\n")
-    for tag in soup.find_all(_LINE_TAGS):
-        tag.insert_after("\n")
-    for cell in soup.find_all(("td", "th")):  # cells of a row stay on one line
-        cell.insert_after(" ")
-    return normalize_text(soup.get_text()), (title or None)
+    return normalize_text(_visible_text(soup)), (title or None)
+
+
+def _visible_text(root: Any) -> str:
+    """The text of ``root`` with the separators of its block, line and cell tags.
+
+    One iterative walk, linear in the tree however wide or deep: inserting separator
+    strings into the tree instead costs a scan of the siblings (and of a subtree's last
+    descendants) per insert, quadratic on 40,000 sibling paragraphs or 10,000 nested divs,
+    and a recursive walk would overflow the stack on deep nesting. Only plain text and
+    CDATA count (no comments, doctypes or processing instructions), as for ``get_text``.
+    """
+    from bs4.element import CData, NavigableString
+
+    pieces: list[str] = []
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):  # a separator due after a tag's children
+            pieces.append(node[0])
+        elif isinstance(node, NavigableString):
+            if type(node) in (NavigableString, CData):
+                pieces.append(str(node))
+        elif node.name not in DROPPED_TAGS:
+            if node.name in _BLOCK_TAGS:
+                pieces.append("\n\n")
+                stack.append(("\n\n",))
+            elif node.name in _LINE_TAGS:
+                stack.append(("\n",))
+            elif node.name in ("td", "th"):  # cells of a row stay on one line
+                stack.append((" ",))
+            stack.extend(reversed(node.contents))
+    return "".join(pieces)
 
 
 @register_parser(".html", ".htm", ".xhtml", sniff=is_html, name="html", _builtin=True)

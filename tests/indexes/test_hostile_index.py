@@ -196,3 +196,24 @@ def test_vector_row_ids_out_of_range_are_a_load_error(index_dir: Path) -> None:
     _reseal(index_dir, refresh)
     error = _open(index_dir)
     assert error.path.endswith("rows.npy") and "outside [0, 3)" in str(error)
+
+
+def test_a_build_over_hostile_files_is_searchable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtools.parsers import office
+    from tests.parsers.test_hostile import _hostile_folder
+
+    monkeypatch.setattr(office, "MAX_XML_BYTES", 256 * 1024)
+    monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    bad = _hostile_folder(folder)
+    out = tmp_path / "index"
+    index = Index.build([folder], out, vector=False)
+    assert sorted(Path(f.path).name for f in index.failures) == bad
+    assert len({c.source for c in index.chunks}) == 3
+    reopened = Index.open(out)
+    top = reopened.chunks[reopened.keyword_search("espresso pressure", 1)[0][0]]
+    assert os.fsencode(top.source).endswith(b"caf\xe9.txt")
+    assert _tmp_left(out) == []

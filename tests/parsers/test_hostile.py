@@ -13,6 +13,7 @@ import os
 import signal
 import time
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,129 @@ def test_text_produced_is_capped_when_cells_repeat_one_string(
     assert bomb.stat().st_size < 64 * 1024
     with pytest.raises(ParseError, match=r"bomb\.xlsx: produced more than 100000 characters"):
         load(bomb)
+
+
+# ---- one folder with every kind of bad file --------------------------------------------------
+
+
+def _hostile_folder(root: Path) -> list[str]:
+    """Good files and one of each bad kind; returns the bad files' names."""
+    _good(root)
+    os.mkfifo(root / "pipe.txt")
+    (root / "zero.txt").symlink_to("/dev/zero")
+    (root / "empty.txt").write_bytes(b"")
+    (root / os.fsdecode(b"caf\xe9.txt")).write_text("Espresso under pressure.", encoding="utf-8")
+    liar = root / "liar.docx"
+    _docx(liar, "seed")
+    _rewrite_member(liar, "word/styles.xml", b"<!--" + b" " * (1024 * 1024) + b"-->")
+    workbook = OPENPYXL.Workbook()
+    for row in range(1, 41):
+        workbook.active.cell(row=row, column=1, value="spam " * 2_000)
+    workbook.save(str(root / "cells.xlsx"))
+    return ["cells.xlsx", "empty.txt", "liar.docx", "pipe.txt", "zero.txt"]
+
+
+def test_a_folder_of_hostile_files_returns_every_good_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(office, "MAX_XML_BYTES", 256 * 1024)
+    monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)
+    bad = _hostile_folder(tmp_path)
+    result = load_dir(tmp_path, workers=1)
+    good = sorted(os.fsencode(Path(d.source).name) for d in result.documents)
+    assert good == [b"bees.txt", b"caf\xe9.txt", b"tides.md"]
+    failed = [Path(e.path).name for e in result.errors] + [Path(p).name for p, _ in result.skipped]
+    assert sorted(failed) == bad
+
+
+# ---- HTML however wide or deep ----------------------------------------------------------------
+
+
+def test_html_text_is_collected_without_per_node_scans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linear however wide or deep: no sibling scan (``Tag.index``) or subtree walk
+    (``_last_descendant``) per node, the quadratic steps of inserting separators."""
+    from bs4.element import PageElement, Tag
+
+    from ragtools.parsers.html import html_to_text
+
+    calls = {"index": 0, "last": 0}
+    index, last = Tag.index, PageElement._last_descendant
+
+    def counted_index(self: Any, *args: Any) -> Any:
+        calls["index"] += 1
+        return index(self, *args)
+
+    def counted_last(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls["last"] += 1
+        return last(self, *args, **kwargs)
+
+    monkeypatch.setattr(Tag, "index", counted_index)
+    monkeypatch.setattr(PageElement, "_last_descendant", counted_last)
+    wide, deep = 4_000, 3_000
+    markup = (
+        "<html><head><title>T</title></head><body>"
+        + "<p>x <b>y</b></p>" * wide
+        + "<div>" * deep
+        + "z"
+        + "</div>" * deep
+        + "<table><tr><td>a</td><td>b</td></tr></table><ul><li>1</li><li>2</li></ul>"
+        + "<!-- a comment --></body></html>"
+    )
+    text, title = html_to_text(markup)
+    assert text == "\n\n".join(["x y"] * wide + ["z", "a b", "1\n2"]) and title == "T"
+    assert calls["index"] == 0 and calls["last"] < 10  # a few, whatever the tree's size
+
+
+# ---- a PDF whose pages share one content stream ----------------------------------------------
+
+
+def shared_stream_pdf(path: Path, pages: int, operations: bytes) -> None:
+    """A PDF of ``pages`` pages that all draw the one (compressed) content stream."""
+    stream = zlib.compress(operations, 9)
+    font = 4 + pages
+    page = (
+        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+        f"/Resources << /Font << /F1 {font} 0 R >> >> >>"
+    ).encode()
+    kids = " ".join(f"{4 + i} 0 R" for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream),
+        *[page] * pages,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+
+
+def test_pages_sharing_one_content_stream_are_interpreted_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pypdf import PageObject
+
+    calls = [0]
+    extract = PageObject.extract_text
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return extract(self, *args, **kwargs)
+
+    monkeypatch.setattr(PageObject, "extract_text", counted)
+    path = tmp_path / "shared.pdf"
+    shared_stream_pdf(path, 20, b"BT /F1 12 Tf 72 720 Td (The same words on every page) Tj ET")
+    documents = load(path)
+    assert [d.metadata["page"] for d in documents] == list(range(1, 21))
+    assert {d.text for d in documents} == {"The same words on every page"}
+    assert calls[0] == 1
