@@ -6,6 +6,7 @@ Layout of an index root::
       CURRENT                the name of the live version, replaced with an atomic rename
       versions/v-000007/     one complete, immutable version
       versions/.tmp-...      a version being written (ignored, removed by the next save)
+      .CURRENT.*.tmp         a pointer being written (likewise)
       .lock                  serialises writers (filelock.FileLock)
       .gc.lock               readers share it, garbage collection takes it alone
                              (filelock.ReadWriteLock, a small SQLite database)
@@ -176,8 +177,10 @@ def write_version(root: str | Path, writer: Callable[[Path], None], *, keep: int
     versions = root / VERSIONS
     versions.mkdir(parents=True, exist_ok=True)
     with _writer_lock(root):
-        for stale in versions.glob(".tmp-*"):
+        for stale in versions.glob(".tmp-*"):  # left by a writer that was killed
             shutil.rmtree(stale, ignore_errors=True)
+        for stale in root.glob(f".{POINTER}.*.tmp"):
+            stale.unlink(missing_ok=True)
         existing = _existing(versions)
         number = existing[-1][0] + 1 if existing else 1
         name = f"v-{number:06d}"

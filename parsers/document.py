@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
-__all__ = ["Chunk", "Document", "json_text", "stable_id"]
+__all__ = ["Chunk", "Document", "json_text", "stable_id", "strict_utf8"]
 
 DEFAULT_SOURCE = "<text>"
 
@@ -35,6 +35,17 @@ def json_text(value: Any, **options: Any) -> str:
     """
     text = json.dumps(value, ensure_ascii=False, **options)
     return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def strict_utf8(value: Any) -> Any:
+    """JSON ``value`` with each lone surrogate spelt out as the text ``\\udcXX``.
+
+    For channels that must be strict UTF-8 and cannot carry an escaped lone surrogate (MCP's
+    JSON-RPC, serialised by pydantic): the name stays recognisable where the original would
+    make the whole message fail.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    return json.loads(_LONE_SURROGATE.sub(lambda match: f"\\\\u{ord(match.group()):04x}", text))
 
 
 def stable_id(*parts: object) -> str:

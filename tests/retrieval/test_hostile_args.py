@@ -73,3 +73,20 @@ def test_a_source_name_that_is_not_utf8_is_printed(index: Path) -> None:
     assert os.fsencode(source).endswith(CAFE)  # the escape reads back to the same name
     proc = rag("search", str(index), "espresso", "--mode", "keyword")
     assert proc.returncode == 0 and b"caf\\udce9.txt" in proc.stdout
+
+
+def test_an_mcp_result_naming_a_source_that_is_not_utf8_serialises(index: Path) -> None:
+    pytest.importorskip("mcp")
+    from ragtools.indexes.bundle import Index
+    from ragtools.retrieval.integrations.mcp import _result
+    from ragtools.retrieval.keyword import KeywordRetriever
+    from ragtools.retrieval.tools.retriever_tool import format_hits
+
+    hits = KeywordRetriever(Index.open(index), k=1).invoke("espresso")
+    assert os.fsencode(hits[0].chunk.source).endswith(CAFE)
+    result = _result(format_hits(hits), {"hits": [h.model_dump(mode="json") for h in hits]})
+    wire = json.loads(result.model_dump_json(by_alias=True, exclude_none=True))
+    assert wire["content"][0]["text"].count("caf\\udce9.txt") == 1
+    assert wire["structuredContent"]["hits"][0]["chunk"]["metadata"]["source"].endswith(
+        "caf\\udce9.txt"
+    )
