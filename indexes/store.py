@@ -45,7 +45,7 @@ def _chunk(line: str) -> Chunk:
         # not UTF-8 (see parsers.document.json_text); the json module reads them back.
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise exc from None
         return Chunk.model_validate(value)
 

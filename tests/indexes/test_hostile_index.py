@@ -217,3 +217,11 @@ def test_a_build_over_hostile_files_is_searchable(
     top = reopened.chunks[reopened.keyword_search("espresso pressure", 1)[0][0]]
     assert os.fsencode(top.source).endswith(b"caf\xe9.txt")
     assert _tmp_left(out) == []
+
+
+def test_a_deeply_nested_chunk_line_is_a_load_error(index_dir: Path) -> None:
+    store = _version(index_dir) / "chunks.jsonl"
+    store.write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    _reseal(index_dir, lambda m: m["files"].update({"chunks.jsonl": sha256_file(store)}))
+    error = _open(index_dir)
+    assert error.path == str(store) and "line 1 is not a valid chunk" in str(error)
