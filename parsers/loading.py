@@ -5,8 +5,12 @@
 wrapped at this boundary with the path in the message, so callers need one ``except``.
 
 :func:`load_dir` never raises for a file: each failure becomes a :class:`FileError` and the
-batch goes on. Hidden files and directories, files over ``max_bytes`` and binary files of
-unknown type (NUL bytes, no parser sniffs them) are skipped, each with a reason.
+batch goes on. Hidden files and directories, files over ``max_bytes``, binary files of
+unknown type (NUL bytes, no parser sniffs them) and anything but regular files (FIFOs,
+devices, sockets: reading them blocks or never ends) are skipped, each with a reason.
+Every parse runs under a per-file ``time_budget`` (:mod:`parsers._budget`); a worker
+process that dies (a crash, out of memory) fails its own file only, which is never parsed
+again in the caller, so one bomb cannot take the batch down.
 
 Parallelism: **processes**, for the heavy formats only. pypdf, python-docx, python-pptx and
 openpyxl are pure Python, so threads would serialise on the GIL; processes give a real
