@@ -245,6 +245,9 @@ def _plan(
             if kind is not None:
                 skipped.append((source, _not_regular(kind)))
                 continue
+            if file.is_symlink() and not file.exists():
+                skipped.append((source, "broken symbolic link"))
+                continue
             size = file.stat().st_size
             if size > max_bytes:
                 skipped.append((source, f"larger than max_bytes ({size} > {max_bytes} bytes)"))

@@ -60,6 +60,7 @@ def test_special_and_unreadable_files_are_failures_and_the_build_goes_on(
     folder = _folder(tmp_path)
     os.mkfifo(folder / "pipe.txt")
     (folder / "zero.txt").symlink_to("/dev/zero")
+    (folder / "gone.txt").symlink_to(folder / "nowhere.txt")
     secret = folder / "secret.txt"
     secret.write_text("hidden words", encoding="utf-8")
     real_open = os.open
@@ -74,10 +75,11 @@ def test_special_and_unreadable_files_are_failures_and_the_build_goes_on(
     index = Index.build([folder], out, vector=False)
     assert len({c.source for c in index.chunks}) == 2
     failed = {Path(f.path).name: f.message for f in index.failures}
-    assert sorted(failed) == ["pipe.txt", "secret.txt", "zero.txt"]
+    assert sorted(failed) == ["gone.txt", "pipe.txt", "secret.txt", "zero.txt"]
     assert "FIFO" in failed["pipe.txt"] and "Permission denied" in failed["secret.txt"]
+    assert failed["gone.txt"] == "broken symbolic link"
     report = Index.open(out).update()  # nothing changed: the failures are kept, not retried
-    assert report.unchanged == 5 and sorted(Path(f.path).name for f in Index.open(out).failures)
+    assert report.unchanged == 6 and len(Index.open(out).failures) == 4
 
 
 def test_a_failed_save_leaves_no_temporary_directory(
