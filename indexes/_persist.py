@@ -4,6 +4,12 @@ Every component directory holds data files plus one JSON manifest that records a
 ``format`` name, a ``format_version`` and the SHA-256 of each data file. Loading verifies
 the manifest and every checksum *before* any data file is handed to numpy or faiss, so a
 truncated or tampered file raises :class:`IndexLoadError` naming it instead of crashing.
+
+Nothing is trusted before it is checked: JSON is read from regular files only, at most
+:data:`MAX_JSON_BYTES` and as deep as Python's recursion limit allows; a manifest's file
+list holds plain relative names, each a regular file reached without a symbolic link,
+checked before anything is opened, so a crafted list can neither read outside the index
+nor tell what exists there, and a FIFO or a device never blocks a reader.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -18,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import IndexLoadError, IndexVersionError
 
 __all__ = [
@@ -33,19 +41,34 @@ __all__ = [
 
 _CHUNK = 1 << 20
 _SELF = "manifest_sha256"
+MAX_JSON_BYTES = 1 << 30
+"""Largest JSON file read (a manifest tracking a million source files is some 200 MB)."""
 
 
 def _self_digest(manifest: Mapping[str, Any]) -> str:
     """SHA-256 of the manifest's canonical JSON without its own digest field."""
     body = {key: value for key, value in manifest.items() if key != _SELF}
-    canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    canonical = json_text(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def _open_regular(path: str | Path) -> int:
+    """A read descriptor of ``path`` if it is a regular file, else ``OSError``.
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        msg = f"not a regular file: {path}"
+        raise OSError(msg)
+    return fd
+
+
 def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
+    """Hex SHA-256 of a regular file's bytes (``OSError`` for a FIFO, a device...)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open(_open_regular(path), "rb") as handle:
         while block := handle.read(_CHUNK):
             digest.update(block)
     return digest.hexdigest()
@@ -61,22 +84,57 @@ def fsync_dir(path: str | Path) -> None:
 
 
 def write_json(path: str | Path, data: Any) -> None:
-    """Write JSON (UTF-8, sorted keys) and fsync it."""
+    """Write JSON (UTF-8, sorted keys; names that are not UTF-8 escaped) and fsync it."""
     with open(path, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, ensure_ascii=False, sort_keys=True, indent=1)
+        handle.write(json_text(data, sort_keys=True, indent=1))
         handle.flush()
         os.fsync(handle.fileno())
 
 
 def read_json(path: str | Path) -> Any:
-    """Read JSON, mapping every failure to :class:`IndexLoadError` naming the file."""
+    """Read JSON, mapping every failure to :class:`IndexLoadError` naming the file.
+
+    Only a regular file of at most :data:`MAX_JSON_BYTES` is read; nesting deeper than the
+    recursion limit is an error too.
+    """
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        with open(_open_regular(path), "rb") as handle:
+            data = handle.read(MAX_JSON_BYTES + 1)
+        if len(data) > MAX_JSON_BYTES:
+            raise IndexLoadError(path, f"larger than {MAX_JSON_BYTES} bytes; not read")
+        return json.loads(data.decode("utf-8"))
     except FileNotFoundError as exc:
         raise IndexLoadError(path, "file is missing") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise IndexLoadError(path, f"not readable JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise IndexLoadError(path, "not readable JSON (nested too deep)") from exc
+
+
+def listed_file(directory: Path, name: object, manifest: Path) -> Path:
+    """``directory / name`` for a name of a manifest's file list, checked before any use.
+
+    Raises:
+        IndexLoadError: ``name`` is not a plain relative name (absolute, ``..``, empty
+            parts, a backslash), a part of the path is a symbolic link, the file is not
+            regular, or it is missing. Nothing outside ``directory`` is ever looked at.
+    """
+    parts = name.split("/") if isinstance(name, str) else []
+    if not parts or "\\" in str(name) or any(p in ("", ".", "..") for p in parts):
+        shown = repr(name)[:80]
+        raise IndexLoadError(manifest, f"the file list names {shown}, not a plain relative name")
+    path = directory
+    for part in parts:
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError as exc:
+            raise IndexLoadError(path, "file listed in the manifest is missing") from exc
+        if stat.S_ISLNK(mode):
+            raise IndexLoadError(path, "is a symbolic link; index files never are")
+    if not stat.S_ISREG(mode):
+        raise IndexLoadError(path, "not a regular file")
+    return path
 
 
 def save_npy(path: str | Path, array: np.ndarray) -> None:
@@ -174,6 +232,8 @@ def read_manifest(
     files = manifest.get("files")
     if not isinstance(files, dict):
         raise IndexLoadError(path, "manifest lists no files")
+    for fname in files:
+        listed_file(directory, fname, path)
     if verify:
         for fname, expected in files.items():
             fpath = directory / fname

@@ -272,6 +272,26 @@ class Index:
         return summary
 
 
+_FAILURE_KEYS = {"path", "error", "message"}
+
+
+def _check_tracked(path: Path, manifest: dict[str, Any]) -> None:
+    """The manifest's own fields that later code trusts: failures, owner map, counts."""
+    failures = manifest.get("failures", [])
+    if not isinstance(failures, list) or not all(
+        isinstance(f, dict)
+        and set(f) == _FAILURE_KEYS
+        and all(isinstance(v, str) for v in f.values())
+        for f in failures
+    ):
+        raise IndexLoadError(path, "invalid failures list (entries of path, error, message)")
+    owners = manifest.get("vector_owners")
+    if owners is not None and owners not in manifest["files"]:
+        raise IndexLoadError(path, f"vector_owners names {str(owners)[:80]!r}, not a listed file")
+    if not isinstance(manifest.get("counts"), dict):
+        raise IndexLoadError(path, "invalid or missing counts")
+
+
 def load_state(directory: Path, *, mmap: bool) -> IndexState:
     """Read and check one version directory (manifest first, then every half)."""
     manifest = migrate(
@@ -281,6 +301,7 @@ def load_state(directory: Path, *, mmap: bool) -> IndexState:
         settings = IndexSettings.model_validate(manifest["settings"])
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexLoadError(directory / MANIFEST, f"invalid settings ({exc})") from exc
+    _check_tracked(directory / MANIFEST, manifest)
     chunks = read_chunks(directory / CHUNKS)
     expected = manifest.get("counts", {}).get("chunks")
     if expected != len(chunks):

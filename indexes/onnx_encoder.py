@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.onnx_export import export_dir, exported_model
+from ragtools.indexes.onnx_export import export_dir, exported_model, onnx_runtime
 from ragtools.parsers._progress import progress as progress_bar
 
 __all__ = ["OnnxEncoder", "OnnxPlan", "read_plan", "shared_encoder"]
@@ -155,8 +155,9 @@ class OnnxEncoder:
         self, plan: OnnxPlan, model: bytes, model_file: Path, *, threads: int | None = None
     ) -> None:
         """Open the tokenizer and an inference session on ``model`` (read from ``model_file``)."""
-        import onnxruntime as ort
         from tokenizers import Tokenizer
+
+        ort = onnx_runtime()
 
         self.plan = plan
         self.model_file = model_file

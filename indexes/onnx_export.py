@@ -66,6 +66,22 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin")
 _CONFIG_FILES = ("config.json", "tokenizer.json")
 
 
+def onnx_runtime() -> Any:
+    """ONNX Runtime, imported with its telemetry off.
+
+    Official builds record events (OS, CPU, memory, Python path) and a persistent device id
+    under the user's cache folder as soon as the module is imported, and carry an uploader;
+    a retrieval library has no business reporting its users' machines.
+    ``ORT_DISABLE_TELEMETRY=1``, read when ONNX Runtime initialises, prevents all of it (its
+    Privacy.md); a value the user set is kept. The API call covers an earlier import.
+    """
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime as ort
+
+    ort.disable_telemetry_events()
+    return ort
+
+
 def cache_root() -> Path:
     """Where exported files are kept: ``$RAGTOOLS_CACHE_DIR`` or the user's cache folder."""
     configured = os.environ.get("RAGTOOLS_CACHE_DIR")
@@ -202,6 +218,7 @@ def _export(transformer_dir: Path, precision: str, target: Path) -> None:
         _trace(transformer_dir, raw)
         source = raw
         if precision == "int8":
+            onnx_runtime()
             quantize = require("onnxruntime.quantization", package="onnxruntime")
             quantize.quantize_dynamic(
                 raw,
@@ -292,7 +309,7 @@ def _positional(model: Any, inputs: tuple[str, ...]) -> Any:
 
 def _optimise(source: Path, destination: Path) -> None:
     """Apply ONNX Runtime's portable graph fusions once and save the result."""
-    import onnxruntime as ort
+    ort = onnx_runtime()
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED

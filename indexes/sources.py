@@ -27,7 +27,7 @@ from pathlib import Path
 from ragtools.indexes._persist import sha256_file
 from ragtools.parsers import Document, FileError, Selection, load_files
 from ragtools.parsers.errors import ConfigError
-from ragtools.parsers.selection import select_files
+from ragtools.parsers.selection import select_files, special_kind
 
 __all__ = [
     "Parsed",
@@ -81,8 +81,20 @@ def source_root(sources: Sequence[str | Path]) -> Path:
 
 
 def fingerprint(path: Path) -> dict[str, str | int]:
-    """Size and SHA-256 of a file: what decides whether it must be parsed again."""
-    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
+    """Size and SHA-256 of a file: what decides whether it must be parsed again.
+
+    A file that cannot be read (no permission, a FIFO or a device, gone) gets the reason
+    instead of a digest and never raises: its parse fails as one entry of the failures, and
+    it is parsed again once its fingerprint changes.
+    """
+    try:
+        info = path.stat()
+        kind = special_kind(info.st_mode)
+        if kind is not None:
+            return {"size": 0, "unreadable": kind}
+        return {"size": info.st_size, "sha256": sha256_file(path)}
+    except OSError as exc:
+        return {"size": 0, "unreadable": exc.strerror or type(exc).__name__}
 
 
 @dataclass(frozen=True)

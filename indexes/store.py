@@ -7,13 +7,15 @@ patched.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
-from ragtools.parsers.document import Chunk
+from ragtools.parsers.document import Chunk, json_text
 from ragtools.parsers.errors import IndexLoadError
 
 __all__ = ["read_chunks", "write_chunks"]
@@ -24,12 +26,28 @@ def write_chunks(path: str | Path, chunks: Iterable[Chunk]) -> int:
     count = 0
     with open(path, "w", encoding="utf-8") as handle:
         for chunk in chunks:
-            handle.write(chunk.model_dump_json())
+            try:
+                handle.write(chunk.model_dump_json())
+            except PydanticSerializationError:  # a source name that is not UTF-8
+                handle.write(json_text(chunk.model_dump(mode="json")))
             handle.write("\n")
             count += 1
         handle.flush()
         os.fsync(handle.fileno())
     return count
+
+
+def _chunk(line: str) -> Chunk:
+    try:
+        return Chunk.model_validate_json(line)
+    except ValidationError as exc:
+        # pydantic's JSON reader refuses the escaped lone surrogates of a file name that is
+        # not UTF-8 (see parsers.document.json_text); the json module reads them back.
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            raise exc from None
+        return Chunk.model_validate(value)
 
 
 def read_chunks(path: str | Path) -> list[Chunk]:
@@ -43,7 +61,7 @@ def read_chunks(path: str | Path) -> list[Chunk]:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 try:
-                    chunks.append(Chunk.model_validate_json(line))
+                    chunks.append(_chunk(line))
                 except ValidationError as exc:
                     msg = f"line {number} is not a valid chunk ({exc.error_count()} errors)"
                     raise IndexLoadError(path, msg) from exc

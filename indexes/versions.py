@@ -6,6 +6,7 @@ Layout of an index root::
       CURRENT                the name of the live version, replaced with an atomic rename
       versions/v-000007/     one complete, immutable version
       versions/.tmp-...      a version being written (ignored, removed by the next save)
+      .CURRENT.*.tmp         a pointer being written (likewise)
       .lock                  serialises writers (filelock.FileLock)
       .gc.lock               readers share it, garbage collection takes it alone
                              (filelock.ReadWriteLock, a small SQLite database)
@@ -28,6 +29,7 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -74,7 +76,11 @@ def current_version(root: str | Path) -> Path:
     if not root.is_dir():
         raise IndexLoadError(root, "no index here (directory does not exist)")
     try:
-        name = pointer.read_text(encoding="utf-8").strip()
+        mode = os.lstat(pointer).st_mode
+        if not stat.S_ISREG(mode):  # a FIFO blocks, a link to /dev/zero never ends
+            raise IndexLoadError(pointer, "not a regular file; an index writes a plain file")
+        with open(pointer, "rb") as handle:
+            name = handle.read(64).decode("utf-8").strip()
     except FileNotFoundError as exc:
         msg = f"not an index: {POINTER} is missing (build one with `rag build`)"
         raise IndexLoadError(root, msg) from exc
@@ -220,15 +226,21 @@ def write_version(root: str | Path, writer: Callable[[Path], None], *, keep: int
     versions = root / VERSIONS
     versions.mkdir(parents=True, exist_ok=True)
     with _writer_lock(root):
-        for stale in versions.glob(".tmp-*"):
+        for stale in versions.glob(".tmp-*"):  # left by a writer that was killed
             shutil.rmtree(stale, ignore_errors=True)
+        for stale in root.glob(f".{POINTER}.*.tmp"):
+            stale.unlink(missing_ok=True)
         existing = _existing(versions)
         number = existing[-1][0] + 1 if existing else 1
         name = f"v-{number:06d}"
         tmp = versions / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
-        writer(tmp)
-        _fsync_tree(tmp)
+        try:
+            writer(tmp)
+            _fsync_tree(tmp)
+        except BaseException:  # a failed save leaves nothing behind (a crash: the next save)
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         final = versions / name
         os.rename(tmp, final)
         fsync_dir(versions)

@@ -139,6 +139,10 @@ class WindowedVectorIndex:
         if len(vectors) != expected:
             msg = f"the vector half has {len(vectors)} rows, expected {expected}"
             raise IndexLoadError(directory / "vector", msg)
+        rows = vectors.rows
+        if len(rows) and (rows[0] < 0 or rows[-1] >= expected):
+            msg = f"holds row ids outside [0, {expected})"
+            raise IndexLoadError(directory / "vector" / "rows.npy", msg)
         return cls(vectors, owners, n_chunks)
 
 

@@ -5,6 +5,14 @@ are read, skipped or refused), and this one the parallel machinery: which files 
 and how big it is, splitting a long PDF by pages, the worker entry point, and gathering the
 JSON answers and the workers' log records back in the caller.
 
+Processes, because pypdf and the Office libraries are pure Python (threads would serialise
+on the GIL). The pool is used only when it pays: PDF and Office files totalling
+``POOL_MIN_BYTES`` (or ``workers`` given explicitly); a PDF of ``SHARD_MIN_BYTES`` or more is
+split by pages over the workers. Start method: ``fork`` on Linux when the caller has a single
+thread (instant, and scripts need no ``__main__`` guard), else ``spawn``. Results come back as
+JSON text, and the workers' log records (the scanned-page warnings) are re-emitted in the
+caller's loggers.
+
 This module imports nothing from ``loading.py``; ``loading.py`` imports from it. That keeps
 the import graph acyclic, which matters because ``spawn`` and ``forkserver`` children import
 :func:`_init_worker` and :func:`_work` by this module's path. For the same reason the parser
@@ -22,16 +30,19 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import as_completed as _as_completed
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
+from pebble import ProcessExpired, ProcessPool
 from pydantic import JsonValue
 
 from ragtools.parsers import office, pdf  # noqa: F401  (register the formats workers parse)
+from ragtools.parsers._budget import BudgetExceeded, budget_message, time_budget
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError, RetrievalError
 from ragtools.parsers.file_metadata import with_file_metadata
@@ -45,6 +56,9 @@ POOL_MIN_BYTES = 1024 * 1024
 #: otherwise keep one core busy while the other idles (117-page GeoTopo: 5 s of 6).
 SHARD_MIN_BYTES = 512 * 1024
 _HEAVY = frozenset({"pdf", "docx", "pptx", "xlsx"})
+#: Seconds past the time budget before the pool kills a worker: time for the worker's own
+#: timer to report the file, which it can do unless the parser is stuck in C code.
+_GRACE = 5.0
 
 _Failure = tuple[str, str, str]
 """A file that failed: ``(path, exception class name, message)``, the fields of FileError."""
@@ -55,14 +69,21 @@ def failure(source: str, exc: Exception) -> _Failure:
     return (source, type(exc).__name__, str(exc))
 
 
-def run_parser(spec: ParserSpec, file: Path, source: str, password: str | None) -> list[Document]:
+def run_parser(
+    spec: ParserSpec, file: Path, source: str, password: str | None, budget: float | None
+) -> list[Document]:
+    """Run one parser under the time budget; every failure becomes a ``ParseError``."""
     try:
         documents = []
-        for document in spec.fn(file, source=source, password=password):
-            if not isinstance(document, Document):
-                msg = f"parser {spec.name} produced a {type(document).__name__}, not a Document"
-                raise ParseError(source, msg)
-            documents.append(with_file_metadata(document, source))
+        with time_budget(budget):
+            for document in spec.fn(file, source=source, password=password):
+                if not isinstance(document, Document):
+                    name = type(document).__name__
+                    msg = f"parser {spec.name} produced a {name}, not a Document"
+                    raise ParseError(source, msg)
+                documents.append(with_file_metadata(document, source))
+    except BudgetExceeded:
+        raise ParseError(source, budget_message(budget or 0)) from None
     except ParseError:
         raise
     except RetrievalError as exc:  # e.g. MissingDependencyError: keep its actionable message
@@ -115,7 +136,13 @@ def _init_worker() -> None:
 
 
 def _work(
-    path: str, source: str, parser: str, shard: int, shards: int, password: str | None
+    path: str,
+    source: str,
+    parser: str,
+    shard: int,
+    shards: int,
+    password: str | None,
+    budget: float | None,
 ) -> str:
     """Worker process entry: parse one file (or one shard of a PDF's pages); JSON answer."""
     if _COLLECTOR is not None:
@@ -123,12 +150,15 @@ def _work(
     answer: dict[str, Any] = {"documents": [], "error": None, "pages": None}
     try:
         if shards > 1:
-            pages = pdf.extract_pages(Path(path), source, password, shard=shard, shards=shards)
+            with time_budget(budget):
+                pages = pdf.extract_pages(Path(path), source, password, shard=shard, shards=shards)
             answer["pages"] = [pages.n_pages, pages.no_text, pages.failed]
             documents = pages.documents
         else:
-            documents = run_parser(get_parser(parser), Path(path), source, password)
+            documents = run_parser(get_parser(parser), Path(path), source, password, budget)
         answer["documents"] = [d.model_dump(mode="json") for d in documents]
+    except BudgetExceeded:
+        answer["error"] = ["ParseError", f"{source}: {budget_message(budget or 0)}"]
     except ParseError as exc:
         answer["error"] = [type(exc).__name__, str(exc)]
     except Exception as exc:  # extract_pages outside run_parser's boundary: wrap the same way
@@ -158,11 +188,24 @@ def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
         return failure(task.source, exc)
 
 
-def _attempt(task: Task) -> Outcome:
+def _attempt(task: Task, budget: float | None) -> Outcome:
     try:
-        return run_parser(task.spec, task.file, task.source, task.password)
+        return run_parser(task.spec, task.file, task.source, task.password, budget)
     except ParseError as exc:
         return failure(task.source, exc)
+
+
+def _lost(task: Task, exc: BaseException, budget: float | None) -> _Failure:
+    """The failure of a file whose worker did not answer: killed at the time budget, or
+    dead (a crash, or out of memory). It is never parsed again here: a file that can kill
+    a worker would take the caller down with it."""
+    if isinstance(exc, FutureTimeout):
+        message = budget_message(budget or 0)
+    elif isinstance(exc, ProcessExpired):
+        message = f"the worker process parsing it died ({exc}); the file was not parsed"
+    else:
+        message = f"the worker process parsing it failed ({type(exc).__name__}: {exc})"
+    return failure(task.source, ParseError(task.source, message))
 
 
 def _heavy(task: Task) -> bool:
@@ -195,40 +238,50 @@ def _mp_context() -> BaseContext:
 Jobs = dict[Future[str], tuple[Task, int, int]]  # future -> (task, shard, shards)
 
 
-def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack) -> Jobs:
-    """Start ``size`` workers (closed with ``stack``) and send them the heavy files, big PDFs
-    split in ``size`` page shards."""
-    context = _mp_context()
-    pool = stack.enter_context(
-        ProcessPoolExecutor(size, mp_context=context, initializer=_init_worker)
-    )
+def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack, budget: float | None) -> Jobs:
+    """Start ``size`` workers (stopped with ``stack``) and send them the heavy files, big PDFs
+    split in ``size`` page shards.
+
+    pebble's pool, unlike the standard library's, survives a worker's death: only that
+    worker's file fails (``ProcessExpired``), and a file past its time budget has its worker
+    killed and replaced.
+    """
+    pool = ProcessPool(size, initializer=_init_worker, context=_mp_context())
+    stack.callback(pool.join)
+    stack.callback(pool.stop)  # runs first: kills what is left when the caller gives up
     jobs = [(t, n, _shards(t, size)) for t in tasks if _heavy(t) for n in range(_shards(t, size))]
     jobs.sort(key=lambda job: -job[0].size / job[2])  # longest first: no lone straggler
     logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
+    timeout = None if budget is None else budget + _GRACE
     futures: Jobs = {}
     for task, shard, shards in jobs:
-        args = (str(task.file), task.source, task.spec.name, shard, shards, task.password)
-        futures[pool.submit(_work, *args)] = (task, shard, shards)
+        args = (str(task.file), task.source, task.spec.name, shard, shards, task.password, budget)
+        futures[pool.schedule(_work, args=args, timeout=timeout)] = (task, shard, shards)
     return futures
 
 
-def execute(tasks: list[Task], jobs: Jobs, results: dict[int, Outcome]) -> Iterator[None]:
+def execute(
+    tasks: list[Task], jobs: Jobs, results: dict[int, Outcome], budget: float | None
+) -> Iterator[None]:
     """Parse the files not sent to the pool here, then collect the pool's answers."""
     pooled = {task.index for task, _, _ in jobs.values()}
     for task in tasks:
         if task.index not in pooled:
-            results[task.index] = _attempt(task)
+            results[task.index] = _attempt(task, budget)
             yield
     answers: dict[int, list[dict[str, Any] | None]] = {}
     for future in _as_completed(jobs):
         task, shard, shards = jobs[future]
-        if task.index in results:  # already re-parsed here after a worker failure
+        if task.index in results:  # another shard of the file failed already
             continue
         try:
             answer = json.loads(future.result())
-        except Exception:  # a worker died (killed, out of memory): parse the file here
-            logger.warning("%s: worker process failed; parsing it here", task.source)
-            results[task.index] = _attempt(task)
+        except Exception as exc:  # killed at the budget, or died: that file fails alone
+            logger.warning("%s: worker process failed (%s)", task.source, type(exc).__name__)
+            results[task.index] = _lost(task, exc, budget)
+            for other, (sibling, _, _) in jobs.items():
+                if sibling.index == task.index:
+                    other.cancel()  # the file's other shards: a running one is killed
             yield
             continue
         for name, level, message in answer["logs"]:

@@ -13,18 +13,44 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
-__all__ = ["Chunk", "Document", "stable_id"]
+__all__ = ["Chunk", "Document", "json_text", "stable_id", "strict_utf8"]
 
 DEFAULT_SOURCE = "<text>"
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, **options)`` that is always valid UTF-8.
+
+    A file name that is not UTF-8 (``caf\\xe9.txt``) reaches Python as a string holding a
+    lone surrogate (PEP 383), which UTF-8 cannot encode. Such code points are written as
+    ``\\udcXX`` escapes, which :func:`json.loads` reads back to the same string, so the name
+    survives a manifest or a chunk store losslessly; any other text is left as it is.
+    """
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def strict_utf8(value: Any) -> Any:
+    """JSON ``value`` with each lone surrogate spelt out as the text ``\\udcXX``.
+
+    For channels that must be strict UTF-8 and cannot carry an escaped lone surrogate (MCP's
+    JSON-RPC, serialised by pydantic): the name stays recognisable where the original would
+    make the whole message fail.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    return json.loads(_LONE_SURROGATE.sub(lambda match: f"\\\\u{ord(match.group()):04x}", text))
 
 
 def stable_id(*parts: object) -> str:
     """Hex SHA-256 (first 32 characters) of the JSON encoding of ``parts``."""
-    payload = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str)
+    payload = json_text(parts, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
 
 

@@ -6,23 +6,20 @@ wrapped at this boundary with the path in the message, so callers need one ``exc
 
 :func:`load_dir` never raises for a file: each failure becomes a :class:`FileError` and the
 batch goes on. Hidden files and directories, ``__pycache__``, what ``.gitignore`` files
-ignore (:mod:`parsers.selection`), empty files, files over ``max_bytes``, and files no
-parser recognises (by suffix or content) are skipped, each with a reason: skipped is not
-failed.
+ignore (:mod:`parsers.selection`), empty files, files over ``max_bytes``, files no parser
+recognises (by suffix or content) and anything but regular files (FIFOs, devices, sockets:
+reading them blocks or never ends) are skipped, each with a reason: skipped is not failed.
+Every parse runs under a per-file ``time_budget`` (:mod:`parsers._budget`); a worker
+process that dies (a crash, out of memory) fails its own file only, which is never parsed
+again in the caller, so one bomb cannot take the batch down.
 
-Parallelism: **processes**, for the heavy formats only. pypdf, python-docx, python-pptx and
-openpyxl are pure Python, so threads would serialise on the GIL; processes give a real
-speed-up on two cores. Start-up is the cost, so the pool is used only when it pays: PDF and
-Office files totalling ``_pool.POOL_MIN_BYTES`` (or ``workers`` given explicitly), and a PDF
-of ``_pool.SHARD_MIN_BYTES`` or more is split by pages over the workers, so that one long
-book does not leave the other cores idle. Light formats (text, Markdown, HTML, records) and
-user-registered parsers run in the calling process meanwhile. Start method: ``fork`` on
-Linux when the caller has a single thread (instant, and scripts need no ``__main__``
-guard), else ``spawn`` (safe with threads; as with any multiprocessing code, a script must
-then call :func:`load_dir` under ``if __name__ == "__main__":``, or pass ``workers=1``).
-Results come back as JSON text, and the workers' log records (the scanned-page warnings)
-are re-emitted in the caller's loggers. Output is in sorted path order whatever the
-completion order. That machinery lives in :mod:`ragtools.parsers._pool`.
+Parallelism: **processes** (pebble's pool), for the heavy formats only (pypdf and the Office
+libraries are pure Python, so threads would serialise on the GIL), used only when the batch
+repays their start-up, a long PDF split by pages over the workers; light formats run in the
+calling process meanwhile. Under the ``spawn`` start method (a caller with threads) a script
+must call :func:`load_dir` under ``if __name__ == "__main__":`` or pass ``workers=1``.
+Output is in sorted path order whatever the completion order; :mod:`ragtools.parsers._pool`
+holds that machinery.
 """
 
 from __future__ import annotations
@@ -30,12 +27,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragtools.parsers import html, markdown, office, pdf, records, text  # noqa: F401  (register formats)
+from ragtools.parsers._budget import DEFAULT_TIME_BUDGET
 from ragtools.parsers._pool import (
     Jobs,
     Outcome,
@@ -51,10 +50,17 @@ from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.parsers.file_metadata import file_metadata, source_name, with_file_metadata
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
-from ragtools.parsers.selection import Selection, select_files
+from ragtools.parsers.selection import (
+    Selection,
+    not_regular,
+    select_files,
+    special_kind,
+    special_path,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_TIME_BUDGET",
     "FileError",
     "LoadResult",
     "load",
@@ -93,10 +99,19 @@ class LoadResult:
 
 def _read_head(file: Path, source: str) -> bytes:
     try:
-        if file.is_dir():
+        mode = file.stat().st_mode
+        if stat.S_ISDIR(mode):
             msg = "is a directory; use parsers.load_dir for directories"
             raise ParseError(source, msg)
-        with open(file, "rb") as handle:
+        kind = special_kind(mode)
+        if kind is not None:
+            raise ParseError(source, not_regular(kind))
+        # O_NONBLOCK: should the path have become a FIFO since the stat, opening it returns
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as handle:
+            kind = special_kind(os.fstat(fd).st_mode)
+            if kind is not None:
+                raise ParseError(source, not_regular(kind))
             head = handle.read(HEAD_BYTES)
     except FileNotFoundError as exc:
         msg = "no such file; check the path"
@@ -121,7 +136,12 @@ def _resolve(file: Path, head: bytes, source: str) -> ParserSpec:
     return spec
 
 
-def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[Document]:
+def load(
+    path: str | os.PathLike[str],
+    *,
+    password: str | None = None,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
+) -> list[Document]:
     """Parse one file into documents, choosing the format by suffix and content.
 
     Args:
@@ -129,6 +149,8 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
             (only the file name when the path is absolute); ``path`` is the absolute path
             (see :mod:`parsers.file_metadata` for ``file_type``, ``mtime`` and ``size``).
         password: for encrypted PDFs.
+        time_budget: seconds the parse may take (``None``: no limit); enforced in the
+            main thread on POSIX (see :mod:`parsers._budget`).
 
     Returns:
         The documents: one per page for PDF and PPTX (pages without text are skipped with a
@@ -136,7 +158,8 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
 
     Raises:
         PasswordRequiredError: an encrypted file, and no password or a wrong one.
-        ParseError: every other failure (missing, empty, binary, damaged, unsupported).
+        ParseError: every other failure (missing, empty, binary, damaged, unsupported, not
+            a regular file, over the time budget or a size limit).
 
     Example:
         >>> docs = load("../shared/pdfs/tracemonkey.pdf")
@@ -146,8 +169,9 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
     source = os.fspath(path)
     file = Path(source)
     head = _read_head(file, source)
+    _check_budget(time_budget)
     spec = _resolve(file, head, source)
-    documents = run_parser(spec, file, source, password)
+    documents = run_parser(spec, file, source, password, time_budget)
     try:
         extra = file_metadata(file, spec, file.stat())
     except OSError as exc:
@@ -155,6 +179,12 @@ def load(path: str | os.PathLike[str], *, password: str | None = None) -> list[D
         raise ParseError(source, msg) from exc
     name = source_name(source, None)
     return [with_file_metadata(document, name, extra) for document in documents]
+
+
+def _check_budget(time_budget: float | None) -> None:
+    if time_budget is not None and not time_budget > 0:
+        msg = f"time_budget must be a positive number of seconds or None, got {time_budget}"
+        raise ConfigError(msg)
 
 
 # ---- load_dir ---------------------------------------------------------------------------
@@ -183,8 +213,15 @@ def _plan(
     for index, file in enumerate(files):
         source = str(file)
         try:
-            stat = file.stat()
-            size = stat.st_size
+            kind = special_path(file)
+            if kind is not None:
+                skipped.append((source, not_regular(kind)))
+                continue
+            if file.is_symlink() and not file.exists():
+                skipped.append((source, "broken symbolic link"))
+                continue
+            info = file.stat()
+            size = info.st_size
             if size > max_bytes:
                 skipped.append((source, f"larger than max_bytes ({size} > {max_bytes} bytes)"))
                 continue
@@ -199,7 +236,7 @@ def _plan(
                 skipped.append((source, f"{what} of unknown type ({kind})"))
                 continue
             name = source_name(file, root)
-            extra = file_metadata(file, spec, stat)
+            extra = file_metadata(file, spec, info)
             tasks.append(Task(index, file, source, spec, size, password, name, extra))
         except (ParseError, OSError) as exc:
             failed[index] = failure(source, exc)
@@ -215,6 +252,7 @@ def load_dir(
     max_bytes: int = DEFAULT_MAX_BYTES,
     selection: Selection | None = None,
     password: str | None = None,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
 ) -> LoadResult:
     """Parse every file under ``root`` (in parallel where it pays); never stops on a bad file.
 
@@ -232,6 +270,8 @@ def load_dir(
             include/exclude patterns, ``.gitignore``); hidden entries and ``__pycache__``
             are always skipped.
         password: for encrypted PDFs.
+        time_budget: seconds one file may take to parse (``None``: no limit); a file over
+            it is stopped and becomes an entry of ``errors``.
 
     Returns:
         Documents, per-file errors and skipped files, each in sorted path order.
@@ -249,6 +289,7 @@ def load_dir(
     if max_bytes < 1:
         msg = f"max_bytes must be >= 1, got {max_bytes}"
         raise ConfigError(msg)
+    _check_budget(time_budget)
     files, skipped = _walk(base, pattern, selection)
     return _load(
         files,
@@ -258,6 +299,7 @@ def load_dir(
         max_bytes=max_bytes,
         password=password,
         root=base if base.is_dir() else base.parent,
+        time_budget=time_budget,
     )
 
 
@@ -269,6 +311,7 @@ def load_files(
     max_bytes: int = DEFAULT_MAX_BYTES,
     password: str | None = None,
     relative_to: str | os.PathLike[str] | None = None,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
 ) -> LoadResult:
     """Parse a list of files as :func:`load_dir` parses a tree (same parallelism and rules).
 
@@ -278,6 +321,7 @@ def load_files(
     if workers is not None and workers < 1:
         msg = f"workers must be >= 1 or None (automatic), got {workers}"
         raise ConfigError(msg)
+    _check_budget(time_budget)
     paths = [Path(os.fspath(f)) for f in files]
     root = Path(os.fspath(relative_to)) if relative_to is not None else None
     return _load(
@@ -288,6 +332,7 @@ def load_files(
         max_bytes=max_bytes,
         password=password,
         root=root,
+        time_budget=time_budget,
     )
 
 
@@ -300,6 +345,7 @@ def _load(
     max_bytes: int,
     password: str | None,
     root: Path | None,
+    time_budget: float | None,
 ) -> LoadResult:
     start = time.perf_counter()
     tasks, failed = _plan(files, skipped, max_bytes, password, root)
@@ -308,8 +354,8 @@ def _load(
     with contextlib.ExitStack() as stack:
         jobs: Jobs = {}
         if size:  # workers start now, before the progress bar's monitor thread would
-            jobs = submit(tasks, size, stack)
-        steps = execute(tasks, jobs, results)
+            jobs = submit(tasks, size, stack, time_budget)
+        steps = execute(tasks, jobs, results, time_budget)
         for _ in progress(steps, total=len(tasks), desc="parsing", show_progress=show_progress):
             pass
     documents: list[Document] = []

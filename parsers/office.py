@@ -16,11 +16,21 @@ works without them and a user who feeds an Office file gets an error naming
   and citations work as for PDF); ``title`` is the slide's title, else the deck's.
 * XLSX: one document per sheet with values: cached formula results (``data_only``), rows
   one per line, cells joined by `` | ``, empty rows dropped; ``sheet`` is the sheet name.
+
+Decompression bombs: ``max_bytes`` sees only the compressed size, and a 1 MB package can
+inflate to gigabytes of XML, or an XLSX can repeat one shared string in a million cells.
+So before a library opens the package, the sizes its zip directory declares are checked
+(:data:`MAX_UNZIPPED_BYTES` for all members, :data:`MAX_XML_BYTES` for the XML that
+python-docx and python-pptx parse into whole trees; openpyxl streams a sheet); while
+inflating, :mod:`zipfile` stops at the declared size (a member that lies fails its CRC
+check); and the text produced is counted as it grows, up to :data:`MAX_TEXT_CHARS`. Each
+limit is a ``ParseError`` naming the file and the limit.
 """
 
 from __future__ import annotations
 
 import logging
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,8 +51,64 @@ logger = logging.getLogger(__name__)
 _CELL_SEPARATOR = " | "
 _OFFICE_PRIORITY = 20  # sniffed after PDF (10), before HTML, JSON and text
 
+MAX_UNZIPPED_BYTES = 512 * 1024 * 1024
+"""Declared uncompressed size of all members (images and media included: python-docx and
+python-pptx read every part into memory)."""
+MAX_XML_BYTES = 32 * 1024 * 1024
+"""Declared uncompressed size of the XML members of a DOCX or PPTX, which become whole trees
+of about 18 times their size in memory when the XML is tiny elements (120 MB of one-word
+paragraphs peaked at 2.1 GB): at this limit a file stays under 1 GB. A 1,000-page book's
+``document.xml`` is some 10 MB."""
+MAX_TEXT_CHARS = 20_000_000
+"""Characters of text one file may produce (some 10,000 pages)."""
+
+
+def _check_package(path: Path, source: str, kind: str) -> None:
+    """Refuse a package whose zip directory declares more than the limits, before inflating."""
+    xml_limit = MAX_XML_BYTES if kind in ("DOCX", "PPTX") else None
+    try:
+        with zipfile.ZipFile(path) as package:
+            members = package.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        msg = f"not a readable {kind} file ({type(exc).__name__}: {exc})"
+        raise ParseError(source, msg) from exc
+    total = sum(m.file_size for m in members)
+    xml = sum(m.file_size for m in members if m.filename.lower().endswith((".xml", ".rels")))
+    for size, limit, what in (
+        (total, MAX_UNZIPPED_BYTES, "all members"),
+        (xml, xml_limit, "its XML members"),
+    ):
+        if limit is not None and size > limit:
+            msg = (
+                f"{what} would inflate to {size} bytes, over the limit of {limit} bytes "
+                "(a decompression bomb?); the file was not opened"
+            )
+            raise ParseError(source, msg)
+
+
+class _TextLimit:
+    """Counts the characters a file produces and stops it past :data:`MAX_TEXT_CHARS`."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.used = 0
+
+    def add(self, text: str) -> str:
+        self.count(len(text))
+        return text
+
+    def count(self, characters: int) -> None:
+        self.used += characters
+        if self.used > MAX_TEXT_CHARS:
+            msg = (
+                f"produced more than {MAX_TEXT_CHARS} characters of text, the limit per "
+                "file (cells or parts repeated many times?); parsing was stopped"
+            )
+            raise ParseError(self.source, msg)
+
 
 def _open(loader: Any, path: Path, source: str, kind: str) -> Any:
+    _check_package(path, source, kind)
     try:
         return loader(str(path))
     except Exception as exc:
@@ -90,13 +156,14 @@ def parse_docx(path: Path, *, source: str, password: str | None = None) -> list[
     document = _open(docx.Document, path, source, "DOCX")
     blocks: list[tuple[str, int]] = []
     heading: str | None = None
+    limit = _TextLimit(source)
     for block in document.iter_inner_content():
         if hasattr(block, "rows"):
-            rows = list(_docx_table_rows(block))
+            rows = [limit.add(row) for row in _docx_table_rows(block)]
             if rows:
                 blocks.append(("\n".join(rows), 0))
             continue
-        text = block.text.strip()
+        text = limit.add(block.text.strip())
         if not text:
             continue
         style = getattr(getattr(block, "style", None), "name", "") or ""
@@ -139,10 +206,11 @@ def parse_pptx(path: Path, *, source: str, password: str | None = None) -> list[
     deck = _open(pptx.Presentation, path, source, "PPTX")
     deck_title = normalize_text(deck.core_properties.title or "")
     documents: list[Document] = []
+    limit = _TextLimit(source)
     for number, slide in enumerate(deck.slides, start=1):
-        parts = [t.strip() for t in _shape_texts(slide.shapes)]
+        parts = [limit.add(t.strip()) for t in _shape_texts(slide.shapes)]
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
-            parts.append(slide.notes_slide.notes_text_frame.text.strip())
+            parts.append(limit.add(slide.notes_slide.notes_text_frame.text.strip()))
         text = normalize_text("\n\n".join(p for p in parts if p))
         if not text:
             logger.debug("%s: slide %d has no text", source, number)
@@ -183,10 +251,13 @@ def parse_xlsx(path: Path, *, source: str, password: str | None = None) -> list[
     try:
         book_title = normalize_text(workbook.properties.title or "")
         documents: list[Document] = []
+        limit = _TextLimit(source)
         for index, sheet in enumerate(workbook.worksheets, start=1):
             lines = []
             for row in sheet.iter_rows(values_only=True):
-                line = _row_text(["" if v is None else str(v) for v in row])
+                values = ["" if v is None else str(v) for v in row]
+                limit.count(sum(map(len, values)))  # before joining: cells may repeat one string
+                line = _row_text(values)
                 if line:
                     lines.append(line)
             text = normalize_text("\n".join(lines))

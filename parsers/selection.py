@@ -22,6 +22,7 @@ explicitly (not a folder) is always taken.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,3 +236,33 @@ def expand(roots: Iterable[Path], selection: Selection | None) -> tuple[list[Pat
         files.update(found)
         skipped += left
     return sorted(files), sorted(set(skipped))
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular, non-directory file is (``"a FIFO"``), or ``None``.
+
+    Only regular files are opened: reading a FIFO blocks until a writer comes, and a
+    device such as ``/dev/zero`` never ends.
+    """
+    return next((kind for test, kind in _SPECIAL if test(mode)), None)
+
+
+def not_regular(kind: str) -> str:
+    """Why a special file is skipped."""
+    return f"not a regular file ({kind}); only regular files are read"
+
+
+def special_path(path: Path) -> str | None:
+    """:func:`special_kind` of the file at ``path`` (``None`` when it cannot be read)."""
+    try:
+        return special_kind(path.stat().st_mode)
+    except OSError:
+        return None

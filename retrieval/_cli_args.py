@@ -13,6 +13,7 @@ from typing import IO, Any
 import json5
 
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.filters import MAX_FILTER_DEPTH
 
 __all__ = [
     "HelpFormatter",
@@ -32,6 +33,9 @@ def parse_filter(text: str | None) -> dict[str, Any] | None:
         spec = json5.loads(text)
     except ValueError as exc:
         msg = f"--filter is not valid JSON or JSON5 ({exc})"
+        raise ConfigError(msg) from exc
+    except RecursionError as exc:
+        msg = f"--filter is nested too deep (at most {MAX_FILTER_DEPTH} levels)"
         raise ConfigError(msg) from exc
     if not isinstance(spec, dict):
         msg = '--filter must be a JSON object, e.g. {"page": {"$gte": 3}}'

@@ -8,7 +8,7 @@ on a terminal; ``--quiet`` turns them off. Global options go before or after the
 from __future__ import annotations
 
 import argparse
-import json
+import io
 import logging
 import sys
 import traceback
@@ -17,6 +17,7 @@ from typing import Any
 
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.settings import IndexSettings
+from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval import _cli_index
 from ragtools.retrieval._cli_args import (
@@ -70,8 +71,17 @@ def _render_hit(hit: Hit) -> str:
     return f"{hit.rank:>3}. {hit.score:.4f}  {where}\n     {snippet}"
 
 
+def _decoded(argument: str) -> str:
+    """A command-line argument with undecodable bytes (``$'\\xff'``) replaced by U+FFFD.
+
+    Python hands such bytes over as lone surrogates, which no tokenizer, model or JSON
+    writer accepts.
+    """
+    return argument.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _cmd_search(args: argparse.Namespace) -> int:
-    spec = parse_filter(args.filter)
+    spec = parse_filter(None if args.filter is None else _decoded(args.filter))
     if (args.query is None) == (args.queries is None):
         msg = "give one query, or --queries FILE (one query a line; - for stdin), not both"
         raise ConfigError(msg)
@@ -81,11 +91,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
         for record in read_queries(args.queries):
             hits = retriever.invoke(record["query"], k=args.k, filter=spec)
             answer = {**record, "hits": [hit.model_dump(mode="json") for hit in hits]}
-            print(json.dumps(answer, ensure_ascii=False), flush=True)
+            print(json_text(answer), flush=True)
         return 0
-    hits = retriever.invoke(args.query, k=args.k, filter=spec)
+    hits = retriever.invoke(_decoded(args.query), k=args.k, filter=spec)
     if args.json:
-        print(json.dumps([hit.model_dump(mode="json") for hit in hits], ensure_ascii=False))
+        print(json_text([hit.model_dump(mode="json") for hit in hits]))
     elif not hits:
         print("no results")
     else:
@@ -352,6 +362,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rag`` console script."""
     args = _parser().parse_args(argv)
+    if isinstance(sys.stdout, io.TextIOWrapper):  # a source name that is not UTF-8, escaped
+        sys.stdout.reconfigure(errors="backslashreplace")
     args.verbose = getattr(args, "verbose", False)
     args.quiet = getattr(args, "quiet", False) and not args.verbose
     configure(verbose=args.verbose, quiet=args.quiet)

@@ -35,8 +35,9 @@ Semantics follow MongoDB, chosen because it is the language users already know:
   error.
 
 Filters are validated when compiled: an unknown operator, an operand of the wrong type
-(``$in`` with a non-list, ``$gt`` with a dict) or a bad shape raises
-:class:`~parsers.errors.ConfigError` naming the place in the filter.
+(``$in`` with a non-list, ``$gt`` with a dict), a bad shape, or objects and lists nested
+more than :data:`MAX_FILTER_DEPTH` deep raises :class:`~parsers.errors.ConfigError` naming
+the place in the filter.
 
 :func:`filter_mask` evaluates a filter over a whole chunk sequence column by column: each
 field is read once per chunk and each leaf is one tight loop, combined with numpy boolean
@@ -71,12 +72,17 @@ from ragtools.retrieval._filter_nodes import (
 )
 from ragtools.retrieval._filter_nodes import BoolArray as BoolArray  # re-exported for retrievers
 
-__all__ = ["CompiledFilter", "FilterSpec", "compile_filter", "filter_mask"]
+__all__ = ["MAX_FILTER_DEPTH", "CompiledFilter", "FilterSpec", "compile_filter", "filter_mask"]
 
 logger = logging.getLogger(__name__)
 
 FilterSpec: TypeAlias = Mapping[str, Any]
 """A filter such as ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
+
+MAX_FILTER_DEPTH = 32
+"""Objects and lists nested deeper than this are refused: real filters are a few levels
+deep, and compiling a filter is recursive (a 330-deep ``$not`` chain would otherwise
+overflow Python's stack)."""
 
 _COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
 _TEXT_OPS = ("$prefix", "$glob", "$contains")
@@ -89,6 +95,19 @@ _LOGICAL_OPS = ("$and", "$or", "$not")
 
 def _fail(where: str, problem: str) -> ConfigError:
     return ConfigError(f"invalid filter at {where}: {problem}")
+
+
+def _check_depth(spec: Any) -> None:
+    """Refuse nesting past :data:`MAX_FILTER_DEPTH`, walking iteratively (no recursion)."""
+    stack = [(spec, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_FILTER_DEPTH:
+            problem = f"objects and lists are nested more than {MAX_FILTER_DEPTH} levels deep"
+            where = "filter"
+            raise _fail(where, problem)
+        children = value.values() if isinstance(value, Mapping) else value
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (Mapping, list, tuple)))
 
 
 def _type_name(value: object) -> str:
@@ -253,6 +272,7 @@ def compile_filter(spec: FilterSpec | CompiledFilter | None) -> CompiledFilter:
         return spec
     if spec is None:
         return CompiledFilter({}, _MATCH_ALL)
+    _check_depth(spec)
     root = _compile_node(spec, "filter")
     return CompiledFilter(spec, root)
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from ragtools.parsers._optional import require
+from ragtools.parsers.document import strict_utf8
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._mcp_indexes import Served, open_all
@@ -84,10 +85,11 @@ def _argument_error(name: str, exc: ValidationError, schema: dict[str, Any]) -> 
 def _result(text: str, structured: dict[str, Any] | None = None) -> mt.CallToolResult:
     from mcp import types as mt
 
-    content: list[mt.ContentBlock] = [mt.TextContent(text=text)]
+    content: list[mt.ContentBlock] = [mt.TextContent(text=strict_utf8(text))]
     if structured is None:
         return mt.CallToolResult(content=content, is_error=True)
-    return mt.CallToolResult(content=content, structured_content=structured)
+    # a source name that is not UTF-8 would make the whole response fail to serialise
+    return mt.CallToolResult(content=content, structured_content=strict_utf8(structured))
 
 
 async def _search(entry: Served, arguments: dict[str, Any]) -> mt.CallToolResult:

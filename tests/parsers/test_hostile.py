@@ -1,0 +1,347 @@
+"""Hostile input to the parsers: every crafted file is built here, small, in a tmp dir.
+
+Each case ends in a ``ParseError`` naming the file (and the limit), or in a batch that
+returns every good file and one entry per bad one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import signal
+import time
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtools.parsers import Document, ParseError, _pool, load, load_dir, office, registry
+from ragtools.parsers.registry import register_parser, unregister_parser
+
+DOCX = pytest.importorskip("docx")
+OPENPYXL = pytest.importorskip("openpyxl")
+
+
+def _good(root: Path) -> None:
+    (root / "bees.txt").write_text("Honey bees dance to point at flowers.", encoding="utf-8")
+    (root / "tides.md").write_text("# Tides\n\nThe moon raises the tides.", encoding="utf-8")
+
+
+# ---- only regular files are read ----------------------------------------------------------
+
+
+def test_load_refuses_a_fifo_and_a_link_to_dev_zero(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)  # reading it would block until a writer comes
+    with pytest.raises(ParseError, match=r"pipe\.txt: not a regular file \(a FIFO\)"):
+        load(fifo)
+    zero = tmp_path / "zero.txt"
+    zero.symlink_to("/dev/zero")  # reading it would never end
+    with pytest.raises(ParseError, match=r"zero\.txt: not a regular file \(a character device\)"):
+        load(zero)
+
+
+def test_load_dir_skips_special_files_with_a_reason(tmp_path: Path) -> None:
+    _good(tmp_path)
+    os.mkfifo(tmp_path / "pipe.txt")
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")
+    result = load_dir(tmp_path, workers=1)
+    assert sorted(Path(d.source).name for d in result.documents) == ["bees.txt", "tides.md"]
+    reasons = {Path(path).name: reason for path, reason in result.skipped}
+    assert reasons == {
+        "pipe.txt": "not a regular file (a FIFO); only regular files are read",
+        "zero.txt": "not a regular file (a character device); only regular files are read",
+    }
+
+
+def test_an_unreadable_file_is_one_error_and_the_batch_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _good(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("no access", encoding="utf-8")
+    real_open = os.open
+
+    def denying_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        if os.fspath(path) == str(secret):  # chmod 000 does not stop root, who runs CI
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denying_open)
+    result = load_dir(tmp_path, workers=1)
+    assert len(result.documents) == 2
+    assert [(Path(e.path).name, e.error) for e in result.errors] == [("secret.txt", "ParseError")]
+    assert "Permission denied" in result.errors[0].message
+
+
+# ---- a worker that dies, and the time budget ----------------------------------------------
+
+
+def _fake_docx(monkeypatch: pytest.MonkeyPatch, parse: Any) -> None:
+    """Make ``.docx`` files go to ``parse`` in the pool's workers (forked: they inherit it)."""
+    spec = dataclasses.replace(registry.get_parser("docx"), fn=parse, sniff=None)
+    monkeypatch.setitem(registry._BY_NAME, "docx", spec)
+    monkeypatch.setitem(registry._BY_SUFFIX, ".docx", spec)
+    monkeypatch.setattr(_pool, "_mp_context", lambda: multiprocessing.get_context("fork"))
+
+
+def _text_or(action: str) -> Any:
+    def parse(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+        if "bomb" in path.name:
+            if action == "die":
+                os._exit(3)  # as a worker killed for memory would
+            signal.signal(signal.SIGALRM, signal.SIG_IGN)  # stuck where no timer reaches
+            time.sleep(3600)
+        return [Document(text=path.read_text(encoding="utf-8"), metadata={"source": source})]
+
+    return parse
+
+
+def test_a_dying_worker_fails_its_file_alone_and_is_not_retried_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_docx(monkeypatch, _text_or("die"))
+    _good(tmp_path)
+    for name in ("a.docx", "bomb.docx", "c.docx", "d.docx"):
+        (tmp_path / name).write_text(f"text of {name}", encoding="utf-8")
+    # Were the bomb parsed again in this process, os._exit would end the test run here.
+    result = load_dir(tmp_path, workers=2)
+    names = sorted(Path(d.source).name for d in result.documents)
+    assert names == ["a.docx", "bees.txt", "c.docx", "d.docx", "tides.md"]
+    assert [Path(e.path).name for e in result.errors] == ["bomb.docx"]
+    assert "the worker process parsing it died" in result.errors[0].message
+
+
+def test_a_worker_past_its_time_budget_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_docx(monkeypatch, _text_or("hang"))
+    monkeypatch.setattr(_pool, "_GRACE", 0.5)
+    for name in ("a.docx", "bomb.docx"):
+        (tmp_path / name).write_text(f"text of {name}", encoding="utf-8")
+    result = load_dir(tmp_path, workers=2, time_budget=0.5)
+    assert [Path(d.source).name for d in result.documents] == ["a.docx"]
+    assert [Path(e.path).name for e in result.errors] == ["bomb.docx"]
+    assert "longer than the time budget of 0.5 s" in result.errors[0].message
+
+
+def test_an_in_process_parse_past_its_time_budget_is_stopped(tmp_path: Path) -> None:
+    @register_parser(".spin", name="test-spin")
+    def spin(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+        while True:
+            with contextlib.suppress(Exception):  # a library's broad except must not
+                sum(range(1000))  # swallow the budget
+
+    try:
+        file = tmp_path / "forever.spin"
+        file.write_text("x", encoding="utf-8")
+        with pytest.raises(ParseError, match=r"forever\.spin: .*time budget of 0\.3 s"):
+            load(file, time_budget=0.3)
+        (tmp_path / "fine.txt").write_text("fine words", encoding="utf-8")
+        result = load_dir(tmp_path, workers=1, time_budget=0.3)
+        assert [Path(d.source).name for d in result.documents] == ["fine.txt"]
+        assert [Path(e.path).name for e in result.errors] == ["forever.spin"]
+    finally:
+        unregister_parser("test-spin")
+
+
+# ---- decompression bombs in Office packages -----------------------------------------------
+
+
+def _docx(path: Path, text: str) -> None:
+    document = DOCX.Document()
+    document.add_paragraph(text)
+    document.save(str(path))
+
+
+def _rewrite_member(path: Path, name: str, data: bytes) -> None:
+    """Replace one member of a zip package (written whole, as a bomb's maker would)."""
+    with zipfile.ZipFile(path) as package:
+        members = [(info, package.read(info)) for info in package.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as package:
+        for info, payload in members:
+            package.writestr(info.filename, data if info.filename == name else payload)
+
+
+def test_declared_inflated_size_over_the_limit_is_refused_unopened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(office, "MAX_XML_BYTES", 256 * 1024)  # the real limit is 128 MiB
+    bomb = tmp_path / "bomb.docx"
+    _docx(bomb, "seed")
+    padding = b"<!--" + b" " * (1024 * 1024) + b"-->"  # 1 MiB of XML, 1 KiB compressed
+    _rewrite_member(bomb, "word/styles.xml", padding)
+    assert bomb.stat().st_size < 64 * 1024
+    with pytest.raises(ParseError, match=r"bomb\.docx: its XML members would inflate to \d+"):
+        load(bomb)
+    monkeypatch.setattr(office, "MAX_UNZIPPED_BYTES", 512 * 1024)
+    monkeypatch.setattr(office, "MAX_XML_BYTES", 1 << 30)
+    _rewrite_member(bomb, "word/styles.xml", b"<a/>")
+    with zipfile.ZipFile(bomb, "a") as package:
+        package.writestr("word/media/image1.png", bytes(1024 * 1024))
+    with pytest.raises(ParseError, match=r"all members would inflate to \d+ bytes, over the limit"):
+        load(bomb)
+
+
+def test_a_member_that_lies_about_its_size_stops_at_the_declared_size(tmp_path: Path) -> None:
+    liar = tmp_path / "liar.docx"
+    _docx(liar, "seed")
+    with zipfile.ZipFile(liar) as package:
+        real = package.getinfo("word/document.xml").file_size
+    data = bytearray(liar.read_bytes())
+    # declare 100 bytes in the central directory entry of word/document.xml
+    name = b"word/document.xml"
+    central = data.find(b"PK\x01\x02")
+    while data[central + 46 : central + 46 + len(name)] != name:
+        central = data.find(b"PK\x01\x02", central + 4)
+    data[central + 24 : central + 28] = (100).to_bytes(4, "little")
+    liar.write_bytes(bytes(data))
+    assert real > 100
+    with pytest.raises(ParseError, match=r"liar\.docx: not a readable DOCX file"):
+        load(liar)
+
+
+def test_text_produced_is_capped_when_cells_repeat_one_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)  # the real cap is 20 million
+    workbook = OPENPYXL.Workbook()
+    sheet = workbook.active
+    long = "spam " * 2_000  # 10,000 characters, stored once in the shared strings
+    for row in range(1, 41):
+        sheet.cell(row=row, column=1, value=long)
+    bomb = tmp_path / "bomb.xlsx"
+    workbook.save(str(bomb))
+    assert bomb.stat().st_size < 64 * 1024
+    with pytest.raises(ParseError, match=r"bomb\.xlsx: produced more than 100000 characters"):
+        load(bomb)
+
+
+# ---- one folder with every kind of bad file --------------------------------------------------
+
+
+def _hostile_folder(root: Path) -> list[str]:
+    """Good files and one of each bad kind; returns the bad files' names."""
+    _good(root)
+    os.mkfifo(root / "pipe.txt")
+    (root / "zero.txt").symlink_to("/dev/zero")
+    (root / "empty.txt").write_bytes(b"")
+    (root / os.fsdecode(b"caf\xe9.txt")).write_text("Espresso under pressure.", encoding="utf-8")
+    liar = root / "liar.docx"
+    _docx(liar, "seed")
+    _rewrite_member(liar, "word/styles.xml", b"<!--" + b" " * (1024 * 1024) + b"-->")
+    workbook = OPENPYXL.Workbook()
+    for row in range(1, 41):
+        workbook.active.cell(row=row, column=1, value="spam " * 2_000)
+    workbook.save(str(root / "cells.xlsx"))
+    return ["cells.xlsx", "empty.txt", "liar.docx", "pipe.txt", "zero.txt"]
+
+
+def test_a_folder_of_hostile_files_returns_every_good_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(office, "MAX_XML_BYTES", 256 * 1024)
+    monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)
+    bad = _hostile_folder(tmp_path)
+    result = load_dir(tmp_path, workers=1)
+    good = sorted(os.fsencode(Path(d.source).name) for d in result.documents)
+    assert good == [b"bees.txt", b"caf\xe9.txt", b"tides.md"]
+    failed = [Path(e.path).name for e in result.errors] + [Path(p).name for p, _ in result.skipped]
+    assert sorted(failed) == bad
+
+
+# ---- HTML however wide or deep ----------------------------------------------------------------
+
+
+def test_html_text_is_collected_without_per_node_scans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linear however wide or deep: no sibling scan (``Tag.index``) or subtree walk
+    (``_last_descendant``) per node, the quadratic steps of inserting separators."""
+    from bs4.element import PageElement, Tag
+
+    from ragtools.parsers.html import html_to_text
+
+    calls = {"index": 0, "last": 0}
+    index, last = Tag.index, PageElement._last_descendant
+
+    def counted_index(self: Any, *args: Any) -> Any:
+        calls["index"] += 1
+        return index(self, *args)
+
+    def counted_last(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls["last"] += 1
+        return last(self, *args, **kwargs)
+
+    monkeypatch.setattr(Tag, "index", counted_index)
+    monkeypatch.setattr(PageElement, "_last_descendant", counted_last)
+    wide, deep = 4_000, 3_000
+    markup = (
+        "<html><head><title>T</title></head><body>"
+        + "<p>x <b>y</b></p>" * wide
+        + "<div>" * deep
+        + "z"
+        + "</div>" * deep
+        + "<table><tr><td>a</td><td>b</td></tr></table><ul><li>1</li><li>2</li></ul>"
+        + "<!-- a comment --></body></html>"
+    )
+    text, title = html_to_text(markup)
+    assert text == "\n\n".join(["x y"] * wide + ["z", "a b", "1\n2"]) and title == "T"
+    assert calls["index"] == 0 and calls["last"] < 10  # a few, whatever the tree's size
+
+
+# ---- a PDF whose pages share one content stream ----------------------------------------------
+
+
+def shared_stream_pdf(path: Path, pages: int, operations: bytes) -> None:
+    """A PDF of ``pages`` pages that all draw the one (compressed) content stream."""
+    stream = zlib.compress(operations, 9)
+    font = 4 + pages
+    page = (
+        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
+        f"/Resources << /Font << /F1 {font} 0 R >> >> >>"
+    ).encode()
+    kids = " ".join(f"{4 + i} 0 R" for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream),
+        *[page] * pages,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+
+
+def test_pages_sharing_one_content_stream_are_interpreted_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pypdf import PageObject
+
+    calls = [0]
+    extract = PageObject.extract_text
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return extract(self, *args, **kwargs)
+
+    monkeypatch.setattr(PageObject, "extract_text", counted)
+    path = tmp_path / "shared.pdf"
+    shared_stream_pdf(path, 20, b"BT /F1 12 Tf 72 720 Td (The same words on every page) Tj ET")
+    documents = load(path)
+    assert [d.metadata["page"] for d in documents] == list(range(1, 21))
+    assert {d.text for d in documents} == {"The same words on every page"}
+    assert calls[0] == 1
