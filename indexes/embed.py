@@ -37,7 +37,7 @@ from ragtools.indexes.onnx_query import OnnxQueryEncoder
 from ragtools.parsers._optional import require
 from ragtools.parsers._progress import should_show
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
-from ragtools.parsers.normalize import collapse_whitespace
+from ragtools.parsers.normalize import compact_whitespace
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -271,9 +271,9 @@ class SentenceTransformerEmbedder:
             encode = model.encode
             if prompt is not None:
                 kwargs["prompt"] = prompt
-        # Stored text keeps its layout (indentation); the model reads it with whitespace runs
-        # collapsed, as BERT-style tokenizers do anyway and others would not.
-        inputs = [collapse_whitespace(text) for text in texts]
+        # Stored text keeps its layout (indentation); the model reads it with whitespace
+        # compacted (parsers.normalize), as BERT-style tokenizers do anyway and others not.
+        inputs = [compact_whitespace(text) for text in texts]
         out = np.asarray(encode(inputs, **kwargs), dtype=np.float32)
         if out.ndim != 2 or out.shape[0] != len(texts):
             msg = f"model {self._model_id!r} returned shape {out.shape} for {len(texts)} texts"
@@ -313,7 +313,7 @@ class SentenceTransformerEmbedder:
             raise ConfigError(msg)
         encoder = self._fast_encoder()
         if encoder is not None:
-            fast = encoder.encode(collapse_whitespace(text))
+            fast = encoder.encode(compact_whitespace(text))
             self._dim = len(fast)
             return fast
         out = self._encode([text], query=True)
