@@ -16,8 +16,10 @@ given the page as this package prepares it; this package's parser) it prints:
   (indentation and blank lines kept).
 
 jusText and inscriptis give plain text; readability-lxml gives the main HTML, rendered here
-with beautifulsoup4's ``get_text`` so ``<pre>`` whitespace survives. The libraries come with
-the ``eval`` extra.
+with beautifulsoup4's ``get_text`` so ``<pre>`` whitespace survives. Install the three
+compared libraries first, one ``pip install readability-lxml justext inscriptis`` (they are
+in no extra: resolved in one go with the package, pip's resolver stops on their two
+spellings of lxml's ``html-clean`` extra).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from ragtools.indexes.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
 from ragtools.indexes.onnx_export import PRECISIONS
 from ragtools.parsers._progress import progress, should_show
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
-from ragtools.parsers.normalize import collapse_whitespace
+from ragtools.parsers.normalize import compact_whitespace
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -299,9 +299,9 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> npt.NDArray[np.float32]:
         prompt = self.query_prompt if query else self.document_prompt
-        # Stored text keeps its layout (indentation); the model reads it with whitespace runs
-        # collapsed, as BERT-style tokenizers do anyway and others would not.
-        texts = [collapse_whitespace(text) for text in texts]
+        # Stored text keeps its layout (indentation); the model reads it with whitespace
+        # compacted (parsers.normalize), as BERT-style tokenizers do anyway and others not.
+        texts = [compact_whitespace(text) for text in texts]
         encoder = self._onnx_encoder()
         if encoder is not None:
             batch = [prompt + t for t in texts] if prompt else list(texts)

@@ -25,6 +25,7 @@ from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.indexes.vector import VectorIndex, VectorKind
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import IndexLoadError
+from ragtools.parsers.normalize import compact_whitespace
 from ragtools.parsers.splitting import split
 
 __all__ = ["WindowedVectorIndex", "split_windows"]
@@ -35,15 +36,20 @@ Rows = npt.NDArray[np.int64]
 def split_windows(texts: Sequence[str], size: int, overlap: int) -> tuple[list[str], Rows]:
     """Cut each text into windows of at most ``size`` characters.
 
+    Windows are cut from the text with its whitespace compacted
+    (:func:`parsers.normalize.compact_whitespace`): a chunk's indentation is for readers, and
+    must not move the window boundaries, so a text's vectors do not depend on its layout.
+
     Returns:
         ``(windows, owners)``: the window texts in order, and for each the index of the text
         it was cut from (non-decreasing). ``size == 0`` gives one window per text.
     """
     if size <= 0:
-        return list(texts), np.arange(len(texts), dtype=np.int64)
+        return [compact_whitespace(t) for t in texts], np.arange(len(texts), dtype=np.int64)
     windows: list[str] = []
     owners: list[int] = []
-    for i, text in enumerate(texts):
+    for i, stored in enumerate(texts):
+        text = compact_whitespace(stored)
         pieces = [text]
         if len(text) > size:
             cut = split([Document(text=text)], chunk_size=size, chunk_overlap=overlap)

@@ -17,9 +17,12 @@ What is done, in order, and why:
    Leading blank lines and trailing whitespace of the whole text are removed; the first
    line keeps its indentation.
 
-Search may want collapsed whitespace, and does it on its own input: the keyword tokenizer
-splits on any whitespace run and the embedder collapses runs before encoding
-(:func:`collapse_whitespace`), so stored text can keep the layout a reader needs.
+Search normalises whitespace on its own input, so stored text can keep the layout a reader
+needs: the keyword tokenizer splits on any whitespace run, and the vector half cuts its
+windows from, and embeds, :func:`compact_whitespace` of the text: one space for every run of
+spaces and tabs, no space around a line break, at most one blank line, which is the text as
+this module stored it before layout was kept. So keeping the layout changes neither the
+tokens nor the vectors of a text.
 
 The whole pass is a handful of C-level ``str``/``re`` operations, so it costs well under a
 millisecond per page.
@@ -31,7 +34,7 @@ import logging
 import re
 import unicodedata
 
-__all__ = ["collapse_whitespace", "normalize_text"]
+__all__ = ["compact_whitespace", "normalize_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +44,8 @@ _DROP = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd\ufeff\u200b\u2060]")
 _LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _TRAILING = re.compile(r"[^\S\n]+(?=\n|\Z)")
 _MANY_NL = re.compile(r"\n{3,}")
-_WHITESPACE_RUN = re.compile(r"\s+")
+_HSPACE = re.compile(r"[^\S\n]+")
+_SPACE_AROUND_NL = re.compile(r" ?\n ?")
 
 
 def normalize_text(text: str) -> str:
@@ -66,14 +70,16 @@ def normalize_text(text: str) -> str:
     return text.lstrip("\n").rstrip()
 
 
-def collapse_whitespace(text: str) -> str:
-    """``text`` with every whitespace run as one space and no leading or trailing space.
+def compact_whitespace(text: str) -> str:
+    """``text`` as search reads it: whitespace runs compacted, line structure kept.
 
-    What search sees of a text: the layout :func:`normalize_text` keeps is for readers,
-    and a model's tokenizer or a word splitter should see one space whatever the indent.
+    Runs of spaces and tabs become one space, spaces around a line break go, three or more
+    line breaks become two, and the ends are stripped (see the module docstring).
 
     Example:
-        >>> collapse_whitespace("def f():\\n    return 1\\n")
-        'def f(): return 1'
+        >>> compact_whitespace("def f():\\n    return  1\\n\\n\\n\\nend ")
+        'def f():\\nreturn 1\\n\\nend'
     """
-    return _WHITESPACE_RUN.sub(" ", text).strip()
+    text = _HSPACE.sub(" ", text)
+    text = _SPACE_AROUND_NL.sub("\n", text)
+    return _MANY_NL.sub("\n\n", text).strip()

@@ -159,3 +159,20 @@ def test_window_settings_are_validated(tmp_path: Path) -> None:
         )
     with pytest.raises(ConfigError, match="vector_window"):
         Index.build([tmp_path / "docs"], tmp_path / "bad", vector_window=-1)
+
+
+def test_windows_do_not_depend_on_layout() -> None:
+    """Stored text keeps its indentation; the vector half sees it compacted, so the same
+    words laid out differently give the same windows (and so the same vectors)."""
+    from ragtools.indexes.windows import split_windows
+    from ragtools.parsers.normalize import compact_whitespace
+
+    words = [f"word{i}" for i in range(400)]
+    laid_out = "\n".join(("    " * (i % 3)) + "  ".join(words[i : i + 5]) for i in range(0, 400, 5))
+    flat = compact_whitespace(laid_out)
+    assert laid_out != flat
+    windows, owners = split_windows([laid_out], 300, 60)
+    flat_windows, flat_owners = split_windows([flat], 300, 60)
+    assert len(windows) > 2 and windows == flat_windows
+    assert owners.tolist() == flat_owners.tolist()
+    assert split_windows([laid_out], 0, 0)[0] == [flat]

@@ -51,7 +51,7 @@ def test_load_corpus_is_the_parsers_documents_with_all_queries(tmp_path: Path) -
     assert (
         texts
         == [d.text for d in loaded]
-        == ["Alpha fish\n\nfirst text", "second text", "third text"]
+        == ["Alpha fish\n\nfirst  text", "second text", "third text"]  # NFKC, layout kept
     )
     assert list(queries) == ["q1", "q2", "q3"]  # every query, file order, judged or not
     assert qrels == {"train": {"q3": {"d3": 1}}, "test": {"q2": {"2": 1}, "q1": {"d1": 2, "d3": 0}}}
