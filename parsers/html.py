@@ -88,7 +88,8 @@ def html_to_text(markup: str) -> tuple[str, str | None, list[JsonValue]]:
 
     soup = BeautifulSoup(markup, "html.parser")
     title_tag = soup.find("title")
-    title = normalize_text(title_tag.get_text(" ")) if title_tag is not None else ""
+    title = " ".join(title_tag.get_text(" ").split()) if title_tag is not None else ""
+    title = normalize_text(title)
     blocks = main_content_blocks(markup)
     if blocks is not None:
         text, outline = join_blocks(blocks)

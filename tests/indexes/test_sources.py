@@ -19,7 +19,7 @@ def test_update_reuses_the_recorded_selection_and_keeps_skips_apart(tmp_path: Pa
     index = Index.build([docs], tmp_path / "i", embedder=FakeEmbedder(), selection=rules)
     root = docs.resolve()
     assert index.selection == rules
-    assert [c.source for c in index.chunks] == [str(root / "a.md")]
+    assert [c.metadata["path"] for c in index.chunks] == [str(root / "a.md")]
     assert index.failures == []
     assert index.skipped == [
         (str(root / "drafts"), "excluded by pattern"),

@@ -277,6 +277,8 @@ def test_html_text_is_collected_without_per_node_scans(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(Tag, "index", counted_index)
     monkeypatch.setattr(PageElement, "_last_descendant", counted_last)
+    # the whole-body rendering with bs4, used when trafilatura finds no main content
+    monkeypatch.setattr("ragtools.parsers.html.main_content_blocks", lambda markup: None)
     wide, deep = 4_000, 3_000
     markup = (
         "<html><head><title>T</title></head><body>"
@@ -287,7 +289,7 @@ def test_html_text_is_collected_without_per_node_scans(monkeypatch: pytest.Monke
         + "<table><tr><td>a</td><td>b</td></tr></table><ul><li>1</li><li>2</li></ul>"
         + "<!-- a comment --></body></html>"
     )
-    text, title = html_to_text(markup)
+    text, title, _ = html_to_text(markup)
     assert text == "\n\n".join(["x y"] * wide + ["z", "a b", "1\n2"]) and title == "T"
     assert calls["index"] == 0 and calls["last"] < 10  # a few, whatever the tree's size
 

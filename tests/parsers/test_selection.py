@@ -127,7 +127,7 @@ def test_caches_hidden_files_and_images_are_skipped_not_failed(tmp_path: Path) -
     write(root, "generated/big.txt", "generated text")
     result = load_dir(root, workers=1)
     assert result.errors == []
-    assert [d.metadata["source"] for d in result.documents] == [
+    assert [d.metadata["path"] for d in result.documents] == [
         str(root / "app.py"),
         str(root / "notes.md"),
     ]

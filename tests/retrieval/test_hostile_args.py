@@ -48,7 +48,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = root / "index"
     proc = rag("build", str(docs), "--out", str(out), "--no-vector")
     assert proc.returncode == 0, proc.stderr
-    assert b"2 chunks from 2 files (0 failed)" in proc.stdout
+    assert b"2 chunks from 2 files (0 skipped, 0 failed)" in proc.stdout
     return out
 
 
@@ -57,7 +57,8 @@ def test_a_filter_nested_330_deep_is_one_line(index: Path) -> None:
     proc = rag("search", str(index), "bees", "--mode", "keyword", "--filter", spec)
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1
-    assert lines[0].startswith("rag: error: invalid filter at filter: objects and lists are nested")
+    # JSON5's recursive parser gives up first; either way one line naming the nesting limit
+    assert lines[0] == "rag: error: --filter is nested too deep (at most 32 levels)"
 
 
 def test_an_undecodable_query_byte_is_replaced(index: Path) -> None:

@@ -46,13 +46,13 @@ def test_build_search_and_info_on_shards(docs: Path, tmp_path: Path) -> None:
     one, many = tmp_path / "one", tmp_path / "many"
     rag("build", str(docs), "--out", str(one), "--no-vector")
     proc = rag("build", str(docs), "--out", str(many), "--no-vector", "--shards", "3")
-    assert "24 chunks from 25 files in 3 shards (1 failed)" in proc.stdout
+    assert "24 chunks from 25 files in 3 shards (0 skipped, 1 failed)" in proc.stdout
     for query in ("bees dance", "moon gravity tides", "queen"):
         for flt in ("{}", '{"source": {"$ne": "x"}}'):
             args = (query, "--mode", "keyword", "--json", "-k", "7", "--filter", flt)
             expected = json.loads(rag("search", str(one), *args).stdout)
             assert json.loads(rag("search", str(many), *args).stdout) == expected
-    info = json.loads(rag("info", str(many)).stdout)
+    info = json.loads(rag("info", str(many), "--json").stdout)
     assert [s["chunks"] for s in info["shards"]] and sum(s["chunks"] for s in info["shards"]) == 24
     assert info["counts"]["shards"] == 3
 
@@ -70,11 +70,11 @@ def test_eval_on_shards_equals_eval_on_one_index(tmp_path: Path, scifact_dir: Pa
     assert isinstance(Index.open(tmp_path / "many" / "index"), ShardedIndex)
     one = json.loads((tmp_path / "one" / "report.json").read_text("utf-8"))
     many = json.loads((tmp_path / "many" / "report.json").read_text("utf-8"))
-    metrics = {k: v for k, v in one["results"]["bm25"].items() if k != "latency_ms"}
+    metrics = {k: v for k, v in one["results"]["keyword"].items() if k != "latency_ms"}
     assert metrics and metrics == {
-        k: v for k, v in many["results"]["bm25"].items() if k != "latency_ms"
+        k: v for k, v in many["results"]["keyword"].items() if k != "latency_ms"
     }
-    runs = [(tmp_path / d / "runs" / "bm25.trec").read_text("utf-8") for d in ("one", "many")]
+    runs = [(tmp_path / d / "runs" / "keyword.trec").read_text("utf-8") for d in ("one", "many")]
     assert runs[0] == runs[1]
 
 
