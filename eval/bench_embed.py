@@ -18,11 +18,11 @@ Measured in one run on the same machine:
   (the latter is less disturbed by other processes' load). The speed-up is each ratio to
   the reference;
 * mean and minimum cosine of each variant's vectors against the reference vectors;
-* cold start: wall time of fresh ``rag search INDEX QUERY`` processes in vector and hybrid
-  mode (median of ``--cold-runs``, alternating modes), their peak RSS, and whether torch was
-  imported (checked by a separate fresh process that runs the same CLI code path);
-* ``rag serve`` with two copies of the index (one model): peak RSS while it opens both and
-  warms the model up, then exits on end of input.
+* cold start: wall and CPU time of fresh ``rag search INDEX QUERY`` processes in vector and
+  hybrid mode (median of ``--cold-runs``, alternating modes), their peak RSS, and whether
+  torch was imported (each process runs the ``rag`` script's code and reports both);
+* ``rag serve`` with two copies of the index (one model): the same figures while it opens
+  both and warms the model up, then exits on end of input.
 
 Prints a table and writes ``eval/out/bench_embed.json``.
 """
@@ -112,57 +112,68 @@ def throughput(texts: list[str], precisions: list[str], chunk: int, batch: int) 
     return results
 
 
-def _timed(args: list[str], stdin: int | None = None) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MB) and exit status of one fresh process."""
+_WRAPPER = """
+import sys
+from ragtools.retrieval.cli import main
+code = main(sys.argv[1:])
+peak = [line for line in open("/proc/self/status") if line.startswith("VmHWM")]
+print("TORCH", "torch" in sys.modules, "PEAK", peak[0].split()[1] if peak else 0, file=sys.stderr)
+sys.exit(code)
+"""
+"""What the ``rag`` script runs, plus a report of torch and of the peak RSS (``VmHWM``, which
+counts this process only, where the rusage of a child forked from the benchmark's large
+process would also count the benchmark's pages)."""
+
+
+def _cold(args: list[str], stdin: int | None = None) -> dict[str, Any]:
+    """Wall seconds, CPU seconds, peak RSS (MB) and torch of one fresh ``rag`` process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     began = time.perf_counter()
     proc = subprocess.Popen(
-        args, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        [sys.executable, "-c", _WRAPPER, *args],
+        stdin=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
+    assert proc.stderr is not None
+    report = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - began
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - began, usage.ru_maxrss / 1024, proc.returncode
+    if proc.returncode != 0 or "PEAK" not in report:
+        msg = f"rag {args} failed with status {proc.returncode}: {report[-2000:]}"
+        raise RuntimeError(msg)
+    words = report.rsplit("TORCH", 1)[1].split()
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mb": int(words[2]) / 1024,
+        "torch": words[0] == "True",
+    }
 
 
 def cold_start(index: Path, runs: int) -> dict[str, Any]:
     """Fresh ``rag search`` processes (vector and hybrid, alternating) and ``rag serve``."""
-    times: dict[str, list[float]] = {"vector": [], "hybrid": []}
-    rss: dict[str, float] = {"vector": 0.0, "hybrid": 0.0}
+    rows: dict[str, list[dict[str, Any]]] = {"vector": [], "hybrid": []}
     for _ in range(runs):
-        for mode in times:
-            seconds, peak, status = _timed([str(RAG), "search", str(index), QUERY, "--mode", mode])
-            if status != 0:
-                msg = f"rag search --mode {mode} failed with status {status}"
-                raise RuntimeError(msg)
-            times[mode].append(seconds)
-            rss[mode] = max(rss[mode], peak)
-    probe = (
-        "import sys\nfrom ragtools.retrieval.cli import main\n"
-        f"main(['search', {str(index)!r}, {QUERY!r}, '--mode', 'hybrid'])\n"
-        "print('TORCH', 'torch' in sys.modules)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+        for mode, done in rows.items():
+            done.append(_cold(["search", str(index), QUERY, "--mode", mode]))
     second = index.parent / f"{index.name}-copy"
     if not second.exists():
         shutil.copytree(index, second)
-    serve_s, serve_rss, status = _timed(
-        [str(RAG), "serve", str(index), str(second)], stdin=subprocess.DEVNULL
-    )
-    return {
-        **{f"{mode}_median_s": round(statistics.median(t), 3) for mode, t in times.items()},
-        **{f"{mode}_all_s": [round(x, 3) for x in t] for mode, t in times.items()},
-        **{f"{mode}_peak_rss_mb": round(peak, 1) for mode, peak in rss.items()},
-        "torch_imported_by_hybrid_search": "TORCH True" in done.stdout,
-        "serve_two_indexes_peak_rss_mb": round(serve_rss, 1),
-        "serve_two_indexes_s": round(serve_s, 2),
-        "serve_status": status,
-    }
+    serve = _cold(["serve", str(index), str(second)], stdin=subprocess.DEVNULL)
+    result: dict[str, Any] = {}
+    for mode, done in rows.items():
+        for field in ("wall_s", "cpu_s"):
+            values = [row[field] for row in done]
+            result[f"{mode}_median_{field}"] = round(statistics.median(values), 3)
+            result[f"{mode}_all_{field}"] = [round(v, 3) for v in values]
+        result[f"{mode}_peak_rss_mb"] = round(max(row["peak_rss_mb"] for row in done), 1)
+        result[f"{mode}_torch_imported"] = any(row["torch"] for row in done)
+    result["serve_two_indexes"] = serve
+    return result
 
 
 def bench_index(texts: list[str], ids: list[str], path: Path) -> Path:
@@ -213,15 +224,18 @@ def main() -> None:
             f"  cosine mean {row['mean_cosine']:.6f} min {row['min_cosine']:.6f}"
         )
     cold = report["cold_start"]
+    for mode in ("vector", "hybrid"):
+        print(
+            f"cold rag search --mode {mode}: {cold[f'{mode}_median_wall_s']:.2f} s wall, "
+            f"{cold[f'{mode}_median_cpu_s']:.2f} s CPU (median of {args.cold_runs}); peak RSS "
+            f"{cold[f'{mode}_peak_rss_mb']:.0f} MB; torch imported: "
+            f"{cold[f'{mode}_torch_imported']}"
+        )
+    serve = cold["serve_two_indexes"]
     print(
-        f"cold rag search: vector {cold['vector_median_s']:.2f} s, hybrid "
-        f"{cold['hybrid_median_s']:.2f} s (median of {args.cold_runs}); peak RSS "
-        f"{cold['hybrid_peak_rss_mb']:.0f} MB; torch imported: "
-        f"{cold['torch_imported_by_hybrid_search']}"
-    )
-    print(
-        f"rag serve, two indexes: peak RSS {cold['serve_two_indexes_peak_rss_mb']:.0f} MB "
-        f"in {cold['serve_two_indexes_s']:.1f} s (exit {cold['serve_status']})"
+        f"rag serve, two indexes of one model: peak RSS {serve['peak_rss_mb']:.0f} MB, "
+        f"{serve['wall_s']:.1f} s wall, {serve['cpu_s']:.1f} s CPU; torch imported: "
+        f"{serve['torch']}"
     )
     print(
         f"load average before {report['load_average_before']} after "

@@ -15,9 +15,10 @@ Choices:
   embedders of the same model (one per index in ``rag serve``) share one copy.
 - Vectors are L2-normalised by default so that inner product equals cosine, which is what
   :class:`indexes.vector.VectorIndex` searches with.
-- Prompts: ``query_prompt`` / ``document_prompt`` are prepended by sentence-transformers when
-  given; otherwise ``encode_query`` / ``encode_document`` apply the model's own configured
-  prompts (none for MiniLM; e5/bge-style models ship them in their config).
+- Prompts: ``query_prompt`` / ``document_prompt`` are prepended to the text when given (as
+  sentence-transformers does); otherwise ``encode_query`` / ``encode_document`` apply the
+  model's own configured prompts (none for MiniLM; e5/bge-style models ship them in their
+  config, and such models keep the torch path).
 - Batch size 32 was measured on a 2-core CPU against 16 and 64 on SciFact abstracts (see
   ``eval/bench_vector.py``); differences were within noise, 32 is also sentence-transformers'
   own default. torch's thread count is left alone: it already equals the core count.

@@ -5,8 +5,9 @@ takes torch and several seconds, so it is done once per model and precision and 
 user's cache directory (``$RAGTOOLS_CACHE_DIR``, else the platform's cache folder +
 ``ragtools``), under ``onnx/<key>/``:
 
-- ``model.onnx``: the encoder (token ids in, last hidden states out), already optimised by
-  ONNX Runtime (fused layer norms, GELU and attention), so opening it later skips that work;
+- ``model.onnx``: the encoder (token ids in, last hidden states out), already through ONNX
+  Runtime's portable graph optimisations (constant folding, fused layer norms, bias + GELU,
+  MatMul + scale), so opening it later has less to do;
 - ``export.json``: the file's SHA-256, the precision and what the key was made of.
 
 The key is a hash of the model's weights and configuration files (not of its name or path,
@@ -252,8 +253,8 @@ def _export(transformer_dir: Path, precision: str, target: Path) -> None:
 def _trace(transformer_dir: Path, path: Path) -> None:
     """``torch.onnx.export`` of the transformer: token ids in, last hidden states out.
 
-    Attention is traced in its plain ("eager") form, which ONNX Runtime recognises and fuses
-    into one operator; the arithmetic is the same as the model's default attention.
+    Attention is traced in its plain ("eager") form, so the graph does not depend on which
+    fused attention kernel torch would pick; the arithmetic is the same.
     """
     torch = require("torch")
     transformers = require("transformers")
