@@ -19,9 +19,8 @@ Choices:
   sentence-transformers does); otherwise ``encode_query`` / ``encode_document`` apply the
   model's own configured prompts (none for MiniLM; e5/bge-style models ship them in their
   config, and such models keep the torch path).
-- Batch size 32 was measured on a 2-core CPU against 16 and 64 on SciFact abstracts (see
-  ``eval/bench_vector.py``); differences were within noise, 32 is also sentence-transformers'
-  own default. torch's thread count is left alone: it already equals the core count.
+- Batch size 32 (sentence-transformers' default): 16 and 64 measured no better on SciFact
+  abstracts (``eval/bench_vector.py``). torch's thread count already equals the core count.
 """
 
 from __future__ import annotations
