@@ -60,8 +60,7 @@ DEFAULT_BATCH_SIZE = 32
 
 
 _BATCHES_PER_STEP = 4
-"""Batches per step of the "embedding" progress bar (sentence-transformers' own bar is off):
-few enough for the bar to move, enough for sentence-transformers to sort texts by length."""
+"""Batches per step of the torch path's "embedding" bar: it moves, and encode still sorts."""
 
 
 @runtime_checkable
