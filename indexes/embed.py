@@ -13,8 +13,7 @@ Choices:
   for GPUs, prebuilt model objects, other pipelines, and as the reference in tests.
 - Models load lazily, on the first call that needs them, under a lock, and once per process:
   embedders of the same model (one per index in ``rag serve``) share one copy.
-- Vectors are L2-normalised by default so that inner product equals cosine, which is what
-  :class:`indexes.vector.VectorIndex` searches with.
+- Vectors are L2-normalised by default: inner product is then the cosine VectorIndex uses.
 - Prompts: ``query_prompt`` / ``document_prompt`` are prepended to the text when given (as
   sentence-transformers does); otherwise ``encode_query`` / ``encode_document`` apply the
   model's own configured prompts (none for MiniLM; e5/bge-style models ship them in their
