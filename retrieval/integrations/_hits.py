@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragtools.indexes.ranking import check_k
+from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
 
-__all__ = ["HIT_KEYS", "hit_metadata"]
+__all__ = ["HIT_KEYS", "check_wrapped", "hit_metadata"]
 
 HIT_KEYS = ("chunk_id", "doc_id", "start", "end", "score", "rank", "stage", "scores", "parts")
 """The keys an adapter adds to the chunk's metadata (they win over metadata of that name)."""
@@ -44,3 +46,13 @@ def hit_metadata(hit: Hit) -> dict[str, Any]:
     else:
         metadata.pop("parts", None)
     return metadata
+
+
+def check_wrapped(retriever: Any, k: object = None, name: str = "k") -> None:
+    """Refuse what no adapter can wrap: a retriever without ``invoke``, or a ``k`` that is
+    neither ``None`` nor a positive integer (:class:`ConfigError`)."""
+    if not callable(getattr(retriever, "invoke", None)):
+        msg = f"retriever must have invoke(query, *, k=None, filter=None), got {retriever!r}"
+        raise ConfigError(msg)
+    if k is not None:
+        check_k(k, name)

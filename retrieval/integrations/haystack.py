@@ -38,7 +38,7 @@ from typing import Any
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
-from ragtools.retrieval.integrations._hits import hit_metadata
+from ragtools.retrieval.integrations._hits import check_wrapped, hit_metadata
 from ragtools.retrieval.tools.retriever_filters import check_bound_filter, combine_filters
 
 __all__ = ["haystack_filter", "hit_to_haystack_document", "to_haystack_component"]
@@ -128,9 +128,7 @@ def to_haystack_component(
         ConfigError: ``retriever`` has no ``invoke``, or ``top_k`` / ``filters`` is invalid.
         MissingDependencyError: ``haystack-ai`` is not installed.
     """
-    if not callable(getattr(retriever, "invoke", None)):
-        msg = f"retriever must have invoke(query, *, k=None, filter=None), got {retriever!r}"
-        raise ConfigError(msg)
+    check_wrapped(retriever)
     _check_top_k(top_k)
     bound = check_bound_filter(haystack_filter(filters))
     require("haystack", "haystack")  # also when the class is already made

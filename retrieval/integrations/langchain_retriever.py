@@ -24,9 +24,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragtools.parsers._optional import require
-from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
-from ragtools.retrieval.integrations._hits import hit_metadata
+from ragtools.retrieval.integrations._hits import check_wrapped, hit_metadata
 from ragtools.retrieval.tools.retriever_filters import check_bound_filter, combine_filters
 
 if TYPE_CHECKING:
@@ -55,12 +54,7 @@ def to_langchain_retriever(
         ConfigError: ``retriever`` has no ``invoke``, or ``k`` / ``filter`` is invalid.
         MissingDependencyError: ``langchain-core`` is not installed.
     """
-    if not callable(getattr(retriever, "invoke", None)):
-        msg = f"retriever must have invoke(query, *, k=None, filter=None), got {retriever!r}"
-        raise ConfigError(msg)
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        msg = f"k must be a positive integer or None, got {k!r}"
-        raise ConfigError(msg)
+    check_wrapped(retriever, k)
     require("langchain_core.retrievers", "langchain")  # also when the class is already made
     adapted: LangChainRetriever = _adapter_class()(
         retriever=retriever, k=k, filter=check_bound_filter(filter)

@@ -25,9 +25,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragtools.parsers._optional import require
-from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
-from ragtools.retrieval.integrations._hits import HIT_KEYS, hit_metadata
+from ragtools.retrieval.integrations._hits import HIT_KEYS, check_wrapped, hit_metadata
 from ragtools.retrieval.tools.retriever_filters import check_bound_filter
 
 if TYPE_CHECKING:
@@ -66,12 +65,7 @@ def to_llamaindex_retriever(
         ConfigError: ``retriever`` has no ``invoke``, or ``k`` / ``filter`` is invalid.
         MissingDependencyError: ``llama-index-core`` is not installed.
     """
-    if not callable(getattr(retriever, "invoke", None)):
-        msg = f"retriever must have invoke(query, *, k=None, filter=None), got {retriever!r}"
-        raise ConfigError(msg)
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        msg = f"k must be a positive integer or None, got {k!r}"
-        raise ConfigError(msg)
+    check_wrapped(retriever, k)
     options: dict[str, Any] = {} if k is None else {"k": k}
     if filter is not None:
         options["filter"] = check_bound_filter(filter)
