@@ -28,7 +28,7 @@ from ragtools.retrieval.tools.qwen import DocParser, Retrieval, SimpleDocParser
 from ragtools.retrieval.tools.retriever_tool import format_hit
 from tests.retrieval.tools.conftest import FakeRetriever
 
-PDFS = Path(__file__).resolve().parents[4] / "shared" / "pdfs"
+PDFS = (Path(__file__).resolve().parents[4] / "shared" / "pdfs").resolve()  # ../shared: a link?
 ZEN = str(PDFS / "google-doc-document.pdf")  # 1 page: "Beautiful is better than ugly."
 COLUMNS = str(PDFS / "multicolumn.pdf")  # 3 pages of a two-column article
 
