@@ -119,15 +119,20 @@ class FileTool(FunctionTool):
         raise NotImplementedError
 
 
-@register_tool("simple_doc_parser")
-class SimpleDocParser(FileTool):
-    """A file's text, pages joined (PDF, DOCX, PPTX, TXT, HTML, CSV, XLSX, Markdown, ...)."""
+class _OneFileTool(FileTool):
+    """A tool over the one file its ``url`` argument names (Qwen-Agent's parsers)."""
 
-    description = "Extract the text of a document file (PDF, Word, PowerPoint, HTML, text)."
     parameters = [
         {"name": "url", "type": "string", "description": "Path of the file.", "required": True}
     ]
     files_parameter = "url"
+
+
+@register_tool("simple_doc_parser")
+class SimpleDocParser(_OneFileTool):
+    """A file's text, pages joined (PDF, DOCX, PPTX, TXT, HTML, CSV, XLSX, Markdown, ...)."""
+
+    description = "Extract the text of a document file (PDF, Word, PowerPoint, HTML, text)."
 
     def call_files(self, arguments: dict[str, Any], paths: list[str]) -> ToolOutput:
         documents = [doc for path in paths for doc in self.parse_cache.load(path)]
@@ -135,14 +140,10 @@ class SimpleDocParser(FileTool):
 
 
 @register_tool("doc_parser")
-class DocParser(FileTool):
+class DocParser(_OneFileTool):
     """A file's chunks as JSON: text, metadata and token count of each."""
 
     description = "Parse a document file into chunks with their page and token count."
-    parameters = [
-        {"name": "url", "type": "string", "description": "Path of the file.", "required": True}
-    ]
-    files_parameter = "url"
 
     def call_files(self, arguments: dict[str, Any], paths: list[str]) -> ToolOutput:
         size = int(self.config.get("chunk_size", 1000))
