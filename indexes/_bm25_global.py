@@ -214,15 +214,7 @@ def with_global_stats(
     docs = np.empty_like(postings.docs)
     tf = np.empty_like(postings.tf)
     docs[dest], tf[dest] = postings.docs, postings.tf
-    shard = GlobalStatsBM25(
-        index.tokenizer,
-        variant=index.variant,
-        k1=index.k1,
-        b=index.b,
-        epsilon=index.epsilon,
-        delta=index.delta,
-        k3=index.k3,
-    )
+    shard = GlobalStatsBM25(index.tokenizer, **index.weight_params, k3=index.k3)
     arrays = {"indptr": indptr, "docs": docs, "tf": tf}
     shard._corpus = Corpus.restore(
         [], {**arrays, "doc_len": corpus.doc_len, "deleted": corpus.deleted}
@@ -233,11 +225,7 @@ def with_global_stats(
         corpus.doc_len,
         stats.n_live,
         stats.total_len,
-        variant=index.variant,
-        k1=index.k1,
-        b=index.b,
-        epsilon=index.epsilon,
-        delta=index.delta,
+        **index.weight_params,
         global_idf=idf,
     )
     shard._ready = shard._make_snapshot(weights)

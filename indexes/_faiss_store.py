@@ -61,8 +61,13 @@ def unit_rows(vectors: npt.ArrayLike, dim: int, what: str) -> Floats:
             f"(dim {got}); embed with the model this index was built with"
         )
         raise DimensionMismatchError(msg)
+    if len(x) == 1:  # one query: its length as a Python float saves array operations
+        square = float(np.dot(x[0], x[0]))
+        if not math.isfinite(square):  # NaN and infinity propagate into the length
+            raise ConfigError(_NOT_FINITE.format(what=what))
+        return x / np.float32(math.sqrt(square)) if square else x
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))
-    if not np.isfinite(norms).all():  # NaN and infinity propagate into the norm
+    if not np.isfinite(norms).all():
         raise ConfigError(_NOT_FINITE.format(what=what))
     norms[norms == 0] = 1.0
     out: Floats = x / norms[:, None]

@@ -126,15 +126,17 @@ class BM25Index:
     # ------------------------------------------------------------------ state
 
     @property
+    def weight_params(self) -> dict[str, Any]:
+        """The settings the stored weights depend on, as ``compute_weights`` takes them."""
+        names = ("variant", "k1", "b", "epsilon", "delta")
+        return {name: getattr(self, name) for name in names}
+
+    @property
     def params(self) -> dict[str, Any]:
         """The settings as a JSON dict (variant, k1, b, epsilon, delta, k3, tokenizer);
         an infinite ``k3`` is written as ``null`` (JSON has no infinity)."""
         return {
-            "variant": self.variant,
-            "k1": self.k1,
-            "b": self.b,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
+            **self.weight_params,
             "k3": None if self.k3 == math.inf else self.k3,
             "tokenizer": self.tokenizer.to_dict(),
         }
@@ -229,11 +231,7 @@ class BM25Index:
                 corpus.doc_len,
                 corpus.n_live,
                 corpus.total_len,
-                variant=self.variant,
-                k1=self.k1,
-                b=self.b,
-                epsilon=self.epsilon,
-                delta=self.delta,
+                **self.weight_params,
             )
             self._ready = self._make_snapshot(weights)
             logger.debug("BM25: weights recomputed in %.3fs", time.perf_counter() - started)

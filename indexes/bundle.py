@@ -42,7 +42,9 @@ from ragtools.parsers import Chunk, FileError, Selection
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 if TYPE_CHECKING:
-    from ragtools.indexes.writer import UpdateReport
+    from typing_extensions import Unpack
+
+    from ragtools.indexes.writer import UpdateOptions, UpdateReport
 
 __all__ = ["MANIFEST", "Index", "IndexState"]
 
@@ -130,20 +132,12 @@ class Index:
         return IndexWriter.from_documents(documents, path, **options)
 
     def update(
-        self,
-        sources: Sequence[str | Path] | None = None,
-        *,
-        show_progress: bool | None = None,
-        selection: Selection | None = None,
-        password: str | None = None,
+        self, sources: Sequence[str | Path] | None = None, **options: Unpack[UpdateOptions]
     ) -> UpdateReport:
         """Bring the index up to date with its sources; see :meth:`IndexWriter.update`."""
         from ragtools.indexes.writer import IndexWriter
 
-        writer = IndexWriter(self)
-        return writer.update(
-            sources, show_progress=show_progress, selection=selection, password=password
-        )
+        return IndexWriter(self).update(sources, **options)
 
     @classmethod
     def open(

@@ -54,12 +54,13 @@ from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.versions import VERSIONS, reading
 from ragtools.indexes.windows import WindowedVectorIndex
-from ragtools.parsers import Selection
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import IndexLoadError
 
 if TYPE_CHECKING:
-    from ragtools.indexes.writer import UpdateReport
+    from typing_extensions import Unpack
+
+    from ragtools.indexes.writer import UpdateOptions, UpdateReport
 
 __all__ = [
     "GLOBAL_BM25",
@@ -344,20 +345,13 @@ class ShardedIndex(Index):
         """The top version directory this index was read from."""
 
     def update(
-        self,
-        sources: Sequence[str | Path] | None = None,
-        *,
-        show_progress: bool | None = None,
-        selection: Selection | None = None,
-        password: str | None = None,
+        self, sources: Sequence[str | Path] | None = None, **options: Unpack[UpdateOptions]
     ) -> UpdateReport:
         """Bring the index up to date, rewriting only the shards whose files changed; see
         :func:`indexes.shard_update.update_sharded`."""
         from ragtools.indexes.shard_update import update_sharded
 
-        return update_sharded(
-            self, sources, show_progress=show_progress, selection=selection, password=password
-        )
+        return update_sharded(self, sources, **options)
 
     def search_with(self, search: ShardSearch) -> None:
         """Search the shards with ``search`` from now on (e.g. Ray actors)."""

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,7 @@ from ragtools.indexes.windows import WindowedVectorIndex
 from ragtools.parsers import Chunk, Document, FileError, Selection, split
 from ragtools.parsers.errors import ConfigError
 
-__all__ = ["IndexWriter", "UpdateReport"]
+__all__ = ["IndexWriter", "UpdateOptions", "UpdateReport"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,14 @@ class UpdateReport:
     failures: list[FileError] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     """``(path, reason)`` of every file or folder left out (hidden, ignored, not a document)."""
+
+
+class UpdateOptions(TypedDict, total=False):
+    """The keyword options of every index's ``update`` (see :meth:`IndexWriter.update`)."""
+
+    show_progress: bool | None
+    selection: Selection | None
+    password: str | None
 
 
 class IndexWriter:

@@ -235,16 +235,8 @@ def reciprocal_rank_fusion(
     ``score(d) = Σ_i w_i / (rrf_k + rank_i(d))`` over the runs that contain ``d``, with
     1-based ranks counted after deduplication. Scores of the input runs are ignored.
 
-    Args:
-        runs: ranked runs, each ``(chunk_id, score)`` pairs sorted best first.
-        weights: one non-negative multiplier per run; ``None`` means 1.0 each; 0 drops a run.
-        rrf_k: the smoothing constant, >= 0 (60 as in the paper).
-
-    Returns:
-        ``(chunk_id, fused_score)`` pairs, higher is better, sorted by ``(-score, chunk_id)``.
-
-    Raises:
-        ConfigError: bad weights or a negative ``rrf_k``.
+    Arguments, result and errors are :func:`fuse`'s; ``rrf_k`` must be >= 0 (60 as in the
+    paper).
 
     Example:
         >>> reciprocal_rank_fusion([[("a", 9.0), ("b", 5.0)], [("b", 0.8)]])
@@ -262,15 +254,7 @@ def relative_score_fusion(
     equal (one element included) maps to 1.0. The fused score is ``Σ_i w_i · norm_i(d)``, so
     with ``weights=None`` it lies in ``[0, number of runs]``.
 
-    Args:
-        runs: ranked runs, each ``(chunk_id, score)`` pairs sorted best first.
-        weights: one non-negative multiplier per run; ``None`` means 1.0 each; 0 drops a run.
-
-    Returns:
-        ``(chunk_id, fused_score)`` pairs, higher is better, sorted by ``(-score, chunk_id)``.
-
-    Raises:
-        ConfigError: bad weights, or a NaN/infinite score.
+    Arguments, result and errors are :func:`fuse`'s.
 
     Example:
         >>> relative_score_fusion([[("a", 3.0), ("b", 1.0)], [("b", 0.9), ("c", 0.5)]])
@@ -290,15 +274,7 @@ def distribution_based_score_fusion(
     (all scores equal, one element included) maps to 0.5. The fused score is
     ``Σ_i w_i · norm_i(d)``.
 
-    Args:
-        runs: ranked runs, each ``(chunk_id, score)`` pairs sorted best first.
-        weights: one non-negative multiplier per run; ``None`` means 1.0 each; 0 drops a run.
-
-    Returns:
-        ``(chunk_id, fused_score)`` pairs, higher is better, sorted by ``(-score, chunk_id)``.
-
-    Raises:
-        ConfigError: bad weights, or a NaN/infinite score.
+    Arguments, result and errors are :func:`fuse`'s.
     """
     return fuse("dbsf", runs, weights=weights)
 
