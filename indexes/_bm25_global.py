@@ -37,8 +37,6 @@ from ragtools.indexes._bm25_math import Postings, Vocabulary, compute_idf, compu
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
-__all__ = ["GlobalStats", "GlobalStatsBM25", "ShardCounts", "with_global_stats"]
-
 Ints = npt.NDArray[np.int64]
 
 

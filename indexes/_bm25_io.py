@@ -40,16 +40,6 @@ from ragtools.indexes._persist import (
 from ragtools.indexes._persist import write_manifest as _write_manifest
 from ragtools.parsers.errors import IndexLoadError
 
-__all__ = [
-    "FORMAT",
-    "FORMAT_VERSION",
-    "MANIFEST",
-    "Stored",
-    "index_arguments",
-    "read_index",
-    "write_index",
-]
-
 logger = logging.getLogger(__name__)
 
 FORMAT = "bm25"

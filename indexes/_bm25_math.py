@@ -31,25 +31,6 @@ import scipy.sparse as sp
 
 from ragtools.parsers.errors import ConfigError
 
-__all__ = [
-    "DEFAULT_PARAMS",
-    "DEFAULT_VARIANT",
-    "VARIANT_DEFAULTS",
-    "Postings",
-    "RowCounts",
-    "Variant",
-    "Vocabulary",
-    "Weights",
-    "compact_postings",
-    "compute_idf",
-    "compute_weights",
-    "count_rows",
-    "merge_postings",
-    "query_term_weight",
-    "resolve_params",
-    "to_postings",
-]
-
 logger = logging.getLogger(__name__)
 
 Variant = Literal["okapi", "bm25l", "bm25plus", "lucene"]

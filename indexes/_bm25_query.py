@@ -26,8 +26,6 @@ from ragtools.indexes._bm25_math import Postings, Weights, query_term_weight
 from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.parsers.errors import ConfigError
 
-__all__ = ["QueryTerms", "Snapshot", "dense_scores", "query_terms", "search_one", "workers"]
-
 logger = logging.getLogger(__name__)
 
 QueryTerms = tuple[list[int], Sequence[float]]

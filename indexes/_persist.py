@@ -28,17 +28,6 @@ import numpy as np
 from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import IndexLoadError, IndexVersionError
 
-__all__ = [
-    "fsync_dir",
-    "load_npy",
-    "read_json",
-    "read_manifest",
-    "save_npy",
-    "sha256_file",
-    "write_json",
-    "write_manifest",
-]
-
 _CHUNK = 1 << 20
 _SELF = "manifest_sha256"
 MAX_JSON_BYTES = 1 << 30

@@ -23,8 +23,6 @@ import time
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["DEFAULT_TIME_BUDGET", "BudgetExceeded", "budget_message", "time_budget"]
-
 DEFAULT_TIME_BUDGET = 30.0
 """Seconds one file may take to parse; the longest real file seen (a 117-page PDF) takes
 a fraction of that."""

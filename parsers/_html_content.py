@@ -36,8 +36,6 @@ import logging
 import re
 from typing import Any
 
-__all__ = ["drop_navigation", "main_content_blocks"]
-
 logger = logging.getLogger(__name__)
 
 _TEXINFO_NAV = re.compile(

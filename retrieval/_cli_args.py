@@ -15,15 +15,6 @@ import json5
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.filters import MAX_FILTER_DEPTH
 
-__all__ = [
-    "HelpFormatter",
-    "add_selection",
-    "global_options",
-    "package_version",
-    "parse_filter",
-    "read_queries",
-]
-
 
 def parse_filter(text: str | None) -> dict[str, Any] | None:
     """``--filter``: a JSON5 object (so ``{page: {$gte: 3}}`` works unquoted, as in tools)."""

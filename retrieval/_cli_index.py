@@ -28,8 +28,6 @@ from ragtools.parsers import Selection
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 from ragtools.retrieval._cli_output import print_problems, show_progress
 
-__all__ = ["cmd_build", "cmd_info", "cmd_rollback", "cmd_update", "cmd_versions"]
-
 #: The settings ``rag build`` sets from its options; the others keep their defaults.
 CLI_SETTINGS = ("chunk_size", "chunk_overlap", "model", "vector", "keep_versions")
 

@@ -19,8 +19,6 @@ from collections.abc import Iterable
 
 from ragtools.parsers import FileError
 
-__all__ = ["configure", "print_problems", "problem_lines", "show_progress"]
-
 PACKAGE_LOGGER = "ragtools"
 
 _QUIET_ENVIRONMENT = {

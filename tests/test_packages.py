@@ -136,3 +136,21 @@ def test_the_wheel_installs_only_the_ragtools_namespace(tmp_path: Path) -> None:
         names = set(archive.namelist())
     assert "ragtools/__init__.py" not in names  # an implicit namespace
     assert {"ragtools/parsers/__init__.py", "ragtools/indexes/bm25.py"} <= names
+
+
+def test_private_modules_declare_no_public_names() -> None:
+    """A private module (``_name.py``) is imported by its package, not by users: an
+    ``__all__`` there would advertise names that are not part of the public surface."""
+    for package in ("parsers", "indexes", "retrieval"):
+        for path in (ROOT / package).rglob("_*.py"):
+            if path.name == "__init__.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            targets = [
+                target.id
+                for node in tree.body
+                if isinstance(node, ast.Assign)
+                for target in node.targets
+                if isinstance(target, ast.Name)
+            ]
+            assert "__all__" not in targets, path

@@ -11,8 +11,6 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write"]
-
 logger = logging.getLogger(__name__)
 
 

@@ -10,8 +10,6 @@ from ragtools.indexes.ranking import check_k
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
 
-__all__ = ["HIT_KEYS", "check_wrapped", "hit_metadata"]
-
 HIT_KEYS = ("chunk_id", "doc_id", "start", "end", "score", "rank", "stage", "scores", "parts")
 """The keys an adapter adds to the chunk's metadata (they win over metadata of that name)."""
 
