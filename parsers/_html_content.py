@@ -44,6 +44,11 @@ _TEXINFO_NAV = re.compile(
     re.S,
 )
 _HEAD_LEVEL = re.compile(r"h([1-6])")
+_BLANK = re.compile(r"^\s+$")
+# Inline elements after which trafilatura drops a blank tail ("<em>a</em> <b>b</b>" -> "ab").
+_INLINE = re.compile(
+    r"a|abbr|b|bdi|bdo|cite|code|data|dfn|em|i|kbd|mark|q|s|samp|small|span|strong|sub|sup|time|u|var"
+)
 
 
 def _inline(element: Any) -> str:
@@ -97,8 +102,9 @@ def drop_navigation(text: str) -> str:
 
 
 def _prepared(markup: str) -> str:
-    """The page with a content container and its code listings out of ``<figure>``."""
-    from bs4 import BeautifulSoup
+    """The page with a content container, its code listings out of ``<figure>`` and the
+    blanks between inline elements inside them."""
+    from bs4 import BeautifulSoup, Tag
 
     soup = BeautifulSoup(markup, "html.parser")
     for figure in soup.find_all("figure"):
@@ -110,6 +116,13 @@ def _prepared(markup: str) -> str:
             code.string = pre.get_text()
             pre.clear()
             pre.append(code)
+    for blank in soup.find_all(string=_BLANK):
+        before = blank.previous_sibling
+        if not isinstance(before, Tag) or blank.find_parent("pre") is not None:
+            continue
+        if _INLINE.fullmatch(before.name):
+            before.append(" ")  # the space moves inside, where trafilatura keeps it
+            blank.replace_with("")
     body = soup.body
     if body is not None and soup.find(("main", "article")) is None:
         article = soup.new_tag("article")

@@ -10,14 +10,13 @@ to read on its own.
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+import pathspec
 
 from ragtools.parsers.document import Chunk
 
@@ -105,14 +104,21 @@ def _order_scalar(op: str, operand: float | str) -> Predicate:
 
 
 def _text_scalar(op: str, operand: str) -> Predicate:
-    """``$prefix``, ``$glob`` (:func:`fnmatch.fnmatchcase`: ``*`` also crosses ``/``) and
-    ``$contains`` (a substring); False for values that are not strings (list values are
-    tested element by element by the node, so ``$contains`` finds a tag in a list too)."""
+    """``$prefix``, ``$glob`` and ``$contains`` (a substring); False for values that are not
+    strings (list values are tested element by element by the node, so ``$contains`` finds a
+    tag in a list too).
+
+    ``$glob`` matches as the build's include and exclude patterns do (gitignore wildcards,
+    with ``pathspec``): ``*`` and ``?`` stay within one ``/``-separated part, ``**`` crosses
+    parts, and a pattern without ``/`` matches the last part at any depth (``*.md``). A
+    leading ``#`` or ``!`` is taken literally.
+    """
     if op == "$prefix":
         return lambda value: type(value) is str and value.startswith(operand)
     if op == "$glob":
-        pattern = re.compile(fnmatch.translate(operand))
-        return lambda value: type(value) is str and pattern.match(value) is not None
+        literal = "\\" + operand if operand.startswith(("#", "!")) else operand
+        spec = pathspec.GitIgnoreSpec.from_lines([literal])
+        return lambda value: type(value) is str and spec.match_file(value)
     return lambda value: value == operand or (type(value) is str and operand in value)
 
 

@@ -16,7 +16,7 @@ LangChain's structured query translators all speak::
 Text operators, each taking one string::
 
     {"source": {"$prefix": "docs/"}}          # a folder (sources are relative paths)
-    {"source": {"$glob": "papers/*.pdf"}}     # fnmatch: * and ? (* also crosses "/")
+    {"source": {"$glob": "papers/**/*.pdf"}}  # gitignore wildcards: * stays within a folder
     {"title": {"$contains": "BM25"}}          # a substring (case-sensitive)
     {"file_type": {"$in": ["pdf", "md"]}}     # PDFs and Markdown only
 

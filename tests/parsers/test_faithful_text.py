@@ -286,6 +286,24 @@ def test_texinfo_page_loses_its_navigation_lines(tmp_path: Path) -> None:
     assert chunk.metadata["headings"] == ["2.1 The Basics"]
 
 
+def test_blank_between_inline_elements_is_kept(tmp_path: Path) -> None:
+    """trafilatura drops a blank tail after an inline element; words must not fuse."""
+    path = tmp_path / "deftypefn.html"
+    path.write_text(
+        "<html><body><h2>Calls</h2><p>The library assumes that you know the number and types "
+        "of the arguments of the function you wish to call.</p><dl><dt><span>Function: </span>"
+        "<code>ffi_status</code> <strong>ffi_prep_cif</strong> <code>(ffi_cif *<var>cif</var>, "
+        "ffi_abi <var>abi</var>)</code></dt><dd><p>Prepare a call with <em>emphasis</em> "
+        "<strong>bold</strong>\n<i>italic</i> words.</p></dd></dl>"
+        "<pre><b>int</b> <i>x</i>;</pre></body></html>",
+        encoding="utf-8",
+    )
+    (document,) = parsers.load(path)
+    assert "ffi_status ffi_prep_cif (ffi_cif *cif, ffi_abi abi)" in document.text
+    assert "Prepare a call with emphasis bold italic words." in document.text
+    assert "int x;" in document.text  # inside <pre> nothing moves
+
+
 RST = """=====
 Guide
 =====

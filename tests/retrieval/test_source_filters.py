@@ -59,6 +59,16 @@ def test_sources_relative_to_the_roots_and_filters(tree: Path, tmp_path: Path) -
         "docs/a.md",
         "docs/guide.md",
     }
+    # gitignore wildcards, as the build's include/exclude: * stays within one folder
+    assert _sources(retriever.invoke(query, filter={"source": {"$glob": "*.md"}})) == {
+        "docs/a.md",
+        "docs/guide.md",
+    }
+    assert retriever.invoke(query, filter={"source": {"$glob": "/*.md"}}) == []
+    assert retriever.invoke(query, filter={"source": {"$glob": "d*/g*/*.md"}}) == []
+    assert _sources(retriever.invoke(query, filter={"source": {"$glob": "**/g?ide.md"}})) == {
+        "docs/guide.md"
+    }
     hits = retriever.invoke(query, filter={"headings": {"$contains": "From source"}})
     assert _sources(hits) == {"docs/guide.md"}
 
