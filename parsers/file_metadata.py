@@ -17,7 +17,9 @@
   ``size`` is in bytes.
 
 The parser's own metadata wins for keys it sets, except ``source`` and ``path``, which are
-the loader's.
+the loader's. A document with an outline (:mod:`parsers.outline`) also gets ``headings``:
+its heading titles in reading order (each of its chunks then carries its own heading path
+under that key instead).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.outline import OUTLINE_KEY
 from ragtools.parsers.registry import ParserSpec
 
 __all__ = ["file_metadata", "file_type", "source_name", "with_file_metadata"]
@@ -89,6 +92,9 @@ def with_file_metadata(
     metadata = {**(extra or {}), **document.metadata, "source": source}
     if extra and "path" in extra:
         metadata["path"] = extra["path"]
+    outline = metadata.get(OUTLINE_KEY)
+    if isinstance(outline, list) and "headings" not in metadata:
+        metadata["headings"] = [entry[2] for entry in outline if isinstance(entry, list)]
     if metadata == document.metadata:
         return document
     old = document.metadata.get("source")

@@ -49,6 +49,7 @@ def test_markdown_code_block_kept_exactly_with_heading_path(tmp_path: Path) -> N
     path = tmp_path / "guide.md"
     path.write_text(MARKDOWN, encoding="utf-8")
     documents = parsers.load(path)
+    assert documents[0].metadata["headings"] == ["Guide", "Install", "From source", "Use"]
     chunks = parsers.split(documents, chunk_size=400, chunk_overlap=0)
     with_code = [c for c in chunks if "def search" in c.text]
     assert len(with_code) == 1

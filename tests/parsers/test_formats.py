@@ -18,12 +18,15 @@ from ragtools.parsers.registry import resolve, unregister_parser
 CHINESE = "中文文本解析测试。这是一个用于检索的段落，包含常见的汉字和标点符号！"
 
 
-FILE_KEYS = ("path", "file_type", "mtime", "size", "outline")
+FILE_KEYS = ("path", "file_type", "mtime", "size", "outline", "headings")
 
 
 def own(doc: Document) -> dict[str, object]:
     """The metadata a parser chose: without the loader's file metadata and the outline,
-    after checking that the loader's keys are there."""
+    after checking that the loader's keys are there (``headings``: the outline's titles)."""
+    outline = doc.metadata.get("outline")
+    titles = [entry[2] for entry in outline] if isinstance(outline, list) else None
+    assert doc.metadata.get("headings") == titles
     path = Path(str(doc.metadata["path"]))
     assert path.is_absolute() and doc.metadata["size"] == path.stat().st_size
     assert isinstance(doc.metadata["file_type"], str) and doc.metadata["mtime"]
