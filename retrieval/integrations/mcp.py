@@ -324,8 +324,9 @@ def serve(
         host: loopback address for ``"http"``.
         port: TCP port for ``"http"``.
         ray: see :func:`build_server`.
-        on_ready: called once the indexes are open and the model warmed up, just before
-            the transport starts (``rag serve`` prints its "ready" line there).
+        on_ready: called once the indexes are open, the model warmed up and (``"http"``)
+            the port bound, so a client may connect at once (``rag serve`` prints its
+            "ready" line there).
 
     Raises:
         ConfigError: an unknown transport, a non-loopback host, a bad port, or any
@@ -338,12 +339,12 @@ def serve(
     if transport == "http":
         http_url(host, port)
     server = build_server(index_paths, names=names, descriptions=descriptions, ray=ray)
-    if on_ready is not None:
-        on_ready()
+    ready = on_ready or (lambda: None)
     if transport == "stdio":
+        ready()
         _run_stdio(server)
     else:
-        _run_http(server, host, port)
+        _run_http(server, host, port, ready)
 
 
 def _run_stdio(server: Server[Any]) -> None:
@@ -357,7 +358,9 @@ def _run_stdio(server: Server[Any]) -> None:
     anyio.run(run)
 
 
-def _run_http(server: Server[Any], host: str, port: int) -> None:
+def _run_http(server: Server[Any], host: str, port: int, ready: Callable[[], None]) -> None:
+    import socket
+
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -371,4 +374,16 @@ def _run_http(server: Server[Any], host: str, port: int) -> None:
     logger.info("serving MCP over Streamable HTTP at %s", http_url(host, port))
     # log_config=None: uvicorn logs through the handlers the caller set up (stderr), never stdout.
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level="warning")
-    uvicorn.Server(config).run()
+    # Bound here, not by uvicorn: a taken port is a ConfigError (uvicorn would exit the
+    # process), and "ready" is said only once a client can connect.
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        msg = f"cannot listen on {http_url(host, port)}: {exc.strerror or exc}"
+        raise ConfigError(msg) from exc
+    sock.listen(socket.SOMAXCONN)
+    ready()
+    uvicorn.Server(config).run(sockets=[sock])

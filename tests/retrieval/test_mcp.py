@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -341,22 +340,30 @@ def http_server(index_path: Path) -> Iterator[str]:
         [str(RAG), "serve", str(index_path), "--name", "docs", "--http", "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **ENV},
     )  # fmt: skip
+    lines = []
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.communicate()[1].decode()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        assert proc.stderr is not None
+        for line in proc.stderr:  # "ready" only once the port takes connections
+            lines.append(line.decode())
+            if line.startswith(b"rag: ready"):
                 break
-            except OSError:
-                assert time.monotonic() < deadline, "rag serve --http did not start"
-                time.sleep(0.2)
+        assert proc.poll() is None, "".join(lines)
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()  # no retry
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
         out, err = proc.communicate(timeout=30)
     assert out == b""  # nothing on stdout, even over HTTP
-    assert f"serving MCP at http://127.0.0.1:{port}/mcp" in err.decode()
+    assert f"serving MCP at http://127.0.0.1:{port}/mcp" in "".join(lines) + err.decode()
+
+
+def test_http_port_in_use_is_a_config_error(index_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=rf"cannot listen on http://127\.0\.0\.1:{port}/mcp"):
+            serve([index_path], transport="http", port=port)
 
 
 def test_streamable_http_on_loopback(http_server: str, index_path: Path) -> None:
