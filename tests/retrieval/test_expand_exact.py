@@ -21,6 +21,7 @@ from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Chunk, Document, IndexLoadError, load
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.tools import create_retriever_tool, make_tool_call
 
 HERE = Path(__file__).resolve().parents[1] / "indexes"
 TOPICS = ["amber", "basalt", "cobalt", "dolomite", "emerald", "feldspar", "garnet", "halite"]
@@ -73,6 +74,32 @@ def test_middle_hit_over_varied_whitespace_is_the_exact_span(tmp_path: Path) -> 
             _assert_exact(passage, doc.text)
     reopened = Index.open(index.path, embedder=FakeEmbedder(dim=32))
     _, passage = _middle_passage(reopened, "dolomite", "n1")
+    _assert_exact(passage, docs[1].text)
+
+
+def test_a_tool_cites_two_adjacent_hits_once_and_keeps_both(tmp_path: Path) -> None:
+    docs = [Document(id=f"n{i}", text=_text(i), metadata={"source": f"n{i}.txt"}) for i in (0, 1)]
+    index = Index.from_documents(docs, tmp_path / "index", **_options())
+    options = {"k": 2, "filter": {"doc_id": "n1"}}
+    plain = create_retriever_tool(KeywordRetriever(index), "notes", "Notes.", **options)
+    grown = create_retriever_tool(
+        KeywordRetriever(index), "notes", "Notes.", expand="neighbors", **options
+    )
+    call = dict(make_tool_call("notes", {"query": "dolomite emerald"}, id="c1"))
+    hits = plain.invoke(call).artifact
+    rows = sorted((c for c in index.chunks if c.doc_id == "n1"), key=lambda c: c.start)
+    positions = sorted([c.id for c in rows].index(h.chunk.id) for h in hits)
+    assert positions[1] - positions[0] == 1  # two adjacent chunks
+    message = grown.invoke(call)
+    (passage,) = message.artifact  # one passage ...
+    assert message.content.count("[1] ") == 1 and "[2] " not in message.content  # ... cited once
+    assert passage.chunk.text in message.content
+    assert list(passage.parts) == hits  # the artifact still holds both original hits
+    assert passage.score == max(h.score for h in hits)
+    assert (passage.chunk.start, passage.chunk.end) == (
+        rows[positions[0] - 1].start,
+        rows[positions[1] + 1].end,
+    )
     _assert_exact(passage, docs[1].text)
 
 
