@@ -27,12 +27,7 @@ import numpy.typing as npt
 
 from ragtools.indexes._persist import write_manifest
 from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState
-from ragtools.indexes.doc_texts import (
-    TEXTS_DIR,
-    ChainedTexts,
-    DocumentTexts,
-    write_texts,
-)
+from ragtools.indexes.doc_texts import TEXTS_DIR, ChainedTexts, DocumentTexts, write_texts
 from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.manifest import (
     DOCUMENT_TEXTS,
