@@ -60,7 +60,8 @@ def main() -> None:
 
 def _uncovered(index: Index, texts: dict[str, str]) -> str:
     """How many boundaries between consecutive chunks of a document leave characters that no
-    chunk covers (expansion renders those as newlines), and what those characters really are."""
+    chunk covers (expansion of an index before format 4, which stores no document texts,
+    renders those as newlines), and what those characters really are."""
     by_doc: dict[str, list[tuple[int, int]]] = {}
     for chunk in index.chunks:
         by_doc.setdefault(chunk.doc_id, []).append((chunk.start, chunk.end))

@@ -19,7 +19,7 @@ vectors are faiss's own format, and every file's SHA-256 is in ``manifest.json``
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -30,9 +30,10 @@ import numpy.typing as npt
 
 from ragtools.indexes._persist import read_manifest
 from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.doc_texts import DocumentTexts
 from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache
-from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, migrate
+from ragtools.indexes.manifest import DOCUMENT_TEXTS, FORMAT, FORMAT_VERSION, migrate
 from ragtools.indexes.ranking import Ranking, allow_mask
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.store import read_chunks
@@ -55,13 +56,15 @@ CHUNKS = "chunks.jsonl"
 @dataclass(frozen=True)
 class IndexState:
     """One version of an index, as a search sees it: row ``i`` of both halves is
-    ``chunks[i]``."""
+    ``chunks[i]``; ``texts`` maps document ids to their full text (``None``: not stored,
+    an index written before format 4)."""
 
     settings: IndexSettings
     chunks: Sequence[Chunk]
     bm25: BM25Index | None = None
     vector: WindowedVectorIndex | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
+    texts: Mapping[str, str] | None = None
 
     @cached_property
     def chunk_keys(self) -> npt.NDArray[np.int64]:
@@ -314,4 +317,7 @@ def load_state(directory: Path, *, mmap: bool) -> IndexState:
             mmap=mmap,
             dim=(manifest.get("embedder") or {}).get("dim"),
         )
-    return IndexState(settings, chunks, bm25, vector, manifest)
+    texts = None
+    if manifest.get(DOCUMENT_TEXTS):
+        texts = DocumentTexts.open(directory, manifest["files"])
+    return IndexState(settings, chunks, bm25, vector, manifest, texts)

@@ -23,18 +23,25 @@ History:
   ``path``, ``file_type``, ``mtime``, ``size`` and (structured formats) ``headings``. A
   version-2 index opens as it is (its sources absolute, ``source_root`` ``null``), and its
   first ``update`` parses every file again into the new form.
+* **4**: ``document_texts``: the folder holding every document's full text
+  (:mod:`indexes.doc_texts`), so that expanded passages are exact document spans. An older
+  index opens with ``document_texts`` ``null``: expansion then stitches passages from the
+  chunks (:mod:`retrieval.expand`), and each later change stores the texts of the documents
+  it parses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "OWNERS_FILE", "SOURCE_ROOT", "migrate"]
+__all__ = ["DOCUMENT_TEXTS", "FORMAT", "FORMAT_VERSION", "OWNERS_FILE", "SOURCE_ROOT", "migrate"]
 
 FORMAT = "ragtools-index"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 SOURCE_ROOT = "source_root"
 """Manifest key of the directory chunk sources are relative to (``null``: absolute)."""
+DOCUMENT_TEXTS = "document_texts"
+"""Manifest key of the folder of document texts (``null``: none stored, before format 4)."""
 OWNERS_FILE = "vector_owners.npy"
 """Chunk row of every vector row; written only when some chunk has several windows."""
 
@@ -50,4 +57,7 @@ def migrate(manifest: dict[str, Any]) -> dict[str, Any]:
     if out.get("format_version", FORMAT_VERSION) < 3:
         out[SOURCE_ROOT] = None
         out["format_version"] = 3
+    if out.get("format_version", FORMAT_VERSION) < 4:
+        out[DOCUMENT_TEXTS] = None
+        out["format_version"] = 4
     return out

@@ -18,6 +18,7 @@ import numpy as np
 
 from ragtools.indexes._bm25_global import ShardCounts
 from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.doc_texts import ChainedTexts
 from ragtools.indexes.shard_writer import BuiltShard, ShardWork, chunk_units, commit_shard, finish
 from ragtools.indexes.shards import Shard, ShardedIndex, shard_of
 from ragtools.indexes.sources import expand_sources, fingerprint, parse_files, source_root
@@ -118,7 +119,9 @@ def _rebuild(
     ]
     prints = {f: fingerprint(Path(f)) for f in work.files}
     everything = sorted(kept_failures + failures, key=lambda f: f.path)
-    return commit_shard(work, units, index._base_embedder, everything, prints)
+    fresh = {d.id: d.text for f in again for d in parsed.get(f, [])}
+    texts = ChainedTexts([fresh, state.texts or {}] if state is not None else [fresh])
+    return commit_shard(work, units, index._base_embedder, everything, prints, texts)
 
 
 def _unchanged(

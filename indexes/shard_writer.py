@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -90,8 +90,10 @@ def commit_shard(
     embedder: Embedder | None,
     failures: list[FileError],
     prints: dict[str, Any],
+    texts: Mapping[str, str] | None = None,
 ) -> BuiltShard:
-    """Write a new version of one shard holding ``units``' chunks (none: the shard is empty)."""
+    """Write a new version of one shard holding ``units``' chunks (none: the shard is empty)
+    and their documents' ``texts``."""
     chunks = [c for unit in units for c in unit]
     path = shard_dir(work.root, work.number)
     version = counts = None
@@ -100,7 +102,9 @@ def commit_shard(
         writer = IndexWriter(
             _empty(path, IndexSettings.model_validate(work.settings), {}, embedder)
         )
-        writer._commit(chunks, sources=list(prints), fingerprints=prints, failures=failures)
+        writer._commit(
+            chunks, sources=list(prints), fingerprints=prints, failures=failures, documents=texts
+        )
         version = current_version(path).name
         bm25 = writer.index.state.bm25
         if bm25 is not None:
@@ -139,9 +143,10 @@ def build_shard(work: ShardWork, embedder: Embedder | None = None) -> BuiltShard
         by_file, failures = parsed.by_file, parsed.failures
         units = chunk_units([by_file.get(f, []) for f in work.files], settings)
         prints = {f: fingerprint(p) for f, p in zip(work.files, paths, strict=True)}
-        return commit_shard(work, units, embedder, failures, prints)
+        texts = {d.id: d.text for docs in by_file.values() for d in docs}
+        return commit_shard(work, units, embedder, failures, prints, texts)
     units = chunk_units([[d] for d in work.documents], settings)
-    return commit_shard(work, units, embedder, [], {})
+    return commit_shard(work, units, embedder, [], {}, {d.id: d.text for d in work.documents})
 
 
 def _run(

@@ -49,6 +49,7 @@ from ragtools.indexes._bm25_math import Vocabulary
 from ragtools.indexes._persist import read_json, read_manifest
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.bundle import Index, IndexState, load_state
+from ragtools.indexes.doc_texts import ChainedTexts
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.indexes.settings import IndexSettings
@@ -284,7 +285,12 @@ def sharded_state(
         bm25 = cast(BM25Index, ShardedBM25(merged))  # duck-typed: search, params, len
     if merged.shards and settings.vector:
         vector = cast(WindowedVectorIndex, ShardedVectors(merged))
-    return IndexState(settings, cast(list[Chunk], chunks), bm25, vector, manifest)
+    texts = [s.state.texts for s in merged.shards if s.state is not None]
+    stored = [t for t in texts if t is not None]  # each document lives in one shard
+    return IndexState(
+        settings, cast(list[Chunk], chunks), bm25, vector, manifest,
+        ChainedTexts(stored) if stored else None,
+    )  # fmt: skip
 
 
 def read_sharded(root: Path, directory: Path, *, mmap: bool) -> tuple[IndexState, list[Shard]]:

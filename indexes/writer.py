@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -27,8 +27,15 @@ import numpy.typing as npt
 
 from ragtools.indexes._persist import write_manifest
 from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState
+from ragtools.indexes.doc_texts import TEXTS_DIR, ChainedTexts, DocumentTexts, write_texts
 from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
-from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION, OWNERS_FILE, SOURCE_ROOT
+from ragtools.indexes.manifest import (
+    DOCUMENT_TEXTS,
+    FORMAT,
+    FORMAT_VERSION,
+    OWNERS_FILE,
+    SOURCE_ROOT,
+)
 from ragtools.indexes.settings import IndexSettings, keyword_text
 from ragtools.indexes.sources import fingerprint, parse_files, select_sources, source_root
 from ragtools.indexes.store import write_chunks
@@ -113,6 +120,7 @@ class IndexWriter:
             skipped=sorted(skipped + parsed.skipped),
             selection=rules,
             source_base=str(root),
+            documents={doc.id: doc.text for doc in documents},
         )
         logger.info(
             "built %s: %d files, %d chunks, %d failures in %.1fs",
@@ -142,7 +150,9 @@ class IndexWriter:
         """
         del show_progress  # progress is shown by the embedder
         writer = cls(_empty(path, settings, overrides, embedder))
-        writer._commit(writer._split(list(documents)), meta=dict(meta or {}))
+        docs = list(documents)
+        texts = {doc.id: doc.text for doc in docs}
+        writer._commit(writer._split(docs), meta=dict(meta or {}), documents=texts)
         return writer.index
 
     # ----------------------------------------------------------------- changes
@@ -210,6 +220,7 @@ class IndexWriter:
             skipped=skipped,
             selection=rules,
             source_base=str(root),
+            documents={doc.id: doc.text for path in stale for doc in parsed.get(path, [])},
         )
         return report
 
@@ -247,11 +258,13 @@ class IndexWriter:
         skipped: list[tuple[str, str]] | None = None,
         selection: Selection | None = None,
         source_base: str | None = None,
+        documents: Mapping[str, str] | None = None,
     ) -> None:
         """Index ``chunks``, write them as a new version and make the ``Index`` show it.
 
         What the index tracks (``sources``, ``fingerprints``, ``failures``, ``meta``,
-        ``skipped``, ``selection``) carries over from the current version unless given.
+        ``skipped``, ``selection``) carries over from the current version unless given;
+        so do the texts of the chunks' documents, except those ``documents`` gives anew.
         """
         index, settings = self.index, self.index.settings
         if not chunks:
@@ -281,13 +294,15 @@ class IndexWriter:
             SOURCE_ROOT: index.manifest.get(SOURCE_ROOT) if source_base is None else source_base,
         }
         state = IndexState(settings, list(chunks), bm25, vector)
+        texts = ChainedTexts([documents or {}, index.state.texts or {}])
         written: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
-            written.update(self._write(directory, state, tracked))
+            written.update(self._write(directory, state, tracked, texts))
 
-        write_version(index.path, write, keep=settings.keep_versions)
-        index.state = IndexState(settings, state.chunks, bm25, vector, written)
+        final = write_version(index.path, write, keep=settings.keep_versions)
+        stored = DocumentTexts.open(final, written["files"])
+        index.state = IndexState(settings, state.chunks, bm25, vector, written, stored)
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         embedder = self.index.embedder
@@ -295,10 +310,17 @@ class IndexWriter:
         embedder.cache.save()
         return vectors
 
-    def _write(self, directory: Path, state: IndexState, tracked: dict[str, Any]) -> dict[str, Any]:
+    def _write(
+        self,
+        directory: Path,
+        state: IndexState,
+        tracked: dict[str, Any],
+        texts: Mapping[str, str],
+    ) -> dict[str, Any]:
         index, settings = self.index, state.settings
         write_chunks(directory / CHUNKS, state.chunks)
         files = [CHUNKS]
+        files += write_texts(directory, (c.doc_id for c in state.chunks), texts)
         if state.bm25 is not None:
             state.bm25.save(directory / "bm25")
             files += [f"bm25/{p.name}" for p in sorted((directory / "bm25").iterdir())]
@@ -319,6 +341,7 @@ class IndexWriter:
             "bm25": state.bm25.params if state.bm25 is not None else None,
             "embedder": embedder_info,
             "vector_owners": OWNERS_FILE if OWNERS_FILE in files else None,
+            DOCUMENT_TEXTS: TEXTS_DIR,
             "counts": {
                 "chunks": len(state.chunks),
                 "vectors": len(state.vector) if state.vector is not None else 0,

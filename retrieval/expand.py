@@ -2,8 +2,9 @@
 
 An agent reads passages, not chunks: LangChain's ``ParentDocumentRetriever`` and LlamaIndex's
 sentence-window and auto-merging retrievers hand the model the text around a hit. Chunks here
-carry exact character offsets into their document, so the surroundings are cut from the
-index's own chunks, with no second store and no re-parsing:
+carry exact character offsets into their document, and every version of an index stores its
+documents' full texts (:mod:`indexes.doc_texts`), so the surroundings are cut from the
+document itself, with no re-parsing:
 
 * ``expand="neighbors"``: ``window`` chunks on each side of the hit (default 1), or
   ``window_chars`` characters on each side instead (cut back to a word boundary);
@@ -20,14 +21,15 @@ and ``hit.parts`` keeps every original hit it merged, so nothing is lost. Passag
 best first, ranked 1, 2, ...; ``k`` counts hits before they merge, so fewer than ``k``
 passages may come back (as from LlamaIndex's auto-merging retriever).
 
-The passage text is stitched from the chunks covering it, which are exact spans. The
-splitter only ever trims whitespace, so the only characters no chunk covers are whitespace
-between two chunks that do not overlap: over ``../shared/pdfs`` (``eval/expand_pdfs.py``),
-2 of 287 chunk boundaries with the default 200-character overlap, all 247 with no overlap.
-Their count is known but not their kind; they are rendered as newlines, which is what the
-splitter's paragraph and line boundaries leave there (every one of those 249 gaps was
-``"\\n"`` or ``"\\n\\n"``). A gap of spaces would come back as newlines: the index keeps no
-document text to tell.
+The passage text is ``document.text[start:end]``, sliced from the stored text, whatever
+whitespace lies between chunks that do not overlap. An index written before format 4 stores
+no texts (nor does a document whose chunks were added without it, or whose stored text no
+longer holds its chunks): its passages are stitched from the chunks covering them, which are
+exact spans. The splitter only ever trims whitespace, so the only characters no chunk covers
+there are whitespace between two chunks that do not overlap: their count is known but not
+their kind, and they are rendered as newlines, which is what the splitter's paragraph and
+line boundaries leave (every such gap over ``../shared/pdfs`` was ``"\\n"`` or
+``"\\n\\n"``, ``eval/expand_pdfs.py``); a gap of spaces or tabs comes back as newlines.
 
 Score thresholds (``min_score=``) live in :mod:`retrieval.threshold`.
 """
@@ -35,9 +37,11 @@ Score thresholds (``min_score=``) live in :mod:`retrieval.threshold`.
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal, get_args
 
 from ragtools.indexes.bundle import IndexState
@@ -54,6 +58,8 @@ __all__ = [
 ]
 
 ExpandMode = Literal["neighbors", "section", "document"]
+logger = logging.getLogger(__name__)
+
 _MODES: tuple[str, ...] = get_args(ExpandMode)
 _GAP = "\n"
 """What an uncovered (whitespace) character between two chunks is rendered as."""
@@ -112,9 +118,11 @@ def expansion_of(expand: ExpandMode | Expansion | Mapping[str, Any] | None) -> E
 
 
 class _Layout:
-    """One document's chunks in offset order, and its text as far as they cover it."""
+    """One document's chunks in offset order, and its text: the stored one, read on first
+    use, or as far as the chunks cover it."""
 
-    def __init__(self, chunks: Iterable[Chunk]) -> None:
+    def __init__(self, chunks: Iterable[Chunk], texts: Mapping[str, str] | None = None) -> None:
+        self.texts = texts
         self.chunks = sorted(chunks, key=lambda c: (c.start, c.end))
         self.starts = [c.start for c in self.chunks]
         self.position = {c.id: i for i, c in enumerate(self.chunks)}
@@ -132,8 +140,21 @@ class _Layout:
     def end(self) -> int:
         return self.reach[-1]
 
+    @cached_property
+    def document(self) -> str | None:
+        """The stored text of the document, if there is one and it holds every chunk."""
+        doc_id = self.chunks[0].doc_id
+        text = self.texts.get(doc_id) if self.texts is not None else None
+        if text is not None and any(text[c.start : c.end] != c.text for c in self.chunks):
+            logger.warning("stored text of document %r does not hold its chunks", doc_id)
+            return None
+        return text
+
     def text(self, start: int, end: int) -> str:
-        """``document.text[start:end]`` from the chunks (uncovered whitespace as newlines)."""
+        """``document.text[start:end]``: from the stored text, else from the chunks
+        (uncovered whitespace as newlines)."""
+        if self.document is not None:
+            return self.document[start:end]
         parts: list[str] = []
         at = start
         first = max(0, bisect.bisect_right(self.reach, start))
@@ -164,7 +185,7 @@ class _Layouts:
         by_doc: dict[str, list[Chunk]] = {}
         for chunk in state.chunks:
             by_doc.setdefault(chunk.doc_id, []).append(chunk)
-        self.docs = {doc_id: _Layout(chunks) for doc_id, chunks in by_doc.items()}
+        self.docs = {doc_id: _Layout(chunks, state.texts) for doc_id, chunks in by_doc.items()}
 
 
 _cache: dict[int, tuple[IndexState, _Layouts]] = {}

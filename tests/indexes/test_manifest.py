@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ragtools.indexes.bundle import Index
-from ragtools.indexes.manifest import FORMAT_VERSION, migrate
+from ragtools.indexes.manifest import DOCUMENT_TEXTS, FORMAT_VERSION, migrate
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
 from ragtools.retrieval import HybridRetriever, KeywordRetriever, VectorRetriever
@@ -63,3 +63,11 @@ def test_migrate_fills_what_format_1_left_implicit() -> None:
     assert new["vector_owners"] is None
     assert old["format_version"] == 1  # the input is not modified
     assert migrate(new) == new
+
+
+def test_migrate_3_to_4_stores_no_document_texts() -> None:
+    old = {"format_version": 3, "settings": {}, "bm25": None, "source_root": "/src"}
+    new = migrate(old)
+    assert new["format_version"] == 4 == FORMAT_VERSION
+    assert new[DOCUMENT_TEXTS] is None and new["source_root"] == "/src"
+    assert DOCUMENT_TEXTS not in old and migrate(new) == new

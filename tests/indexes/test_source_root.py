@@ -58,4 +58,4 @@ def test_format_2_index_opens_and_update_reparses_into_the_new_form(tmp_path: Pa
 
 def test_migrate_2_to_3_sets_no_source_root() -> None:
     migrated = migrate({"format_version": 2, "settings": {}, "bm25": None})
-    assert migrated["format_version"] == 3 and migrated[SOURCE_ROOT] is None
+    assert migrated["format_version"] == FORMAT_VERSION and migrated[SOURCE_ROOT] is None

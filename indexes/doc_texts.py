@@ -1,0 +1,150 @@
+"""Every document's full text, stored beside a version's chunks so that passages are exact.
+
+A chunk is an exact span of its document, but the whitespace between two chunks that do not
+overlap is in no chunk. A passage grown around a hit (:mod:`retrieval.expand`) must be
+``document.text[start:end]``, so every version keeps the text of each document its chunks
+come from, in the folder ``documents/``:
+
+* ``ids.json``: the document ids, in row order (a JSON list);
+* ``offsets.npy``: ``int64`` byte offsets, one more than there are ids, into
+* ``texts.txt``: the texts, UTF-8, one after another.
+
+Opening reads only the ids (the chunks, read whole at open, are larger); the offsets and the
+texts are memory-mapped, so a text takes memory only while it is used, and the mapping keeps
+a version readable after a later writer collects its files. A change (update, add, delete)
+writes the texts of the documents its chunks come from: new texts where it parsed documents
+again, the previous version's for the others. A document with neither (chunks added without
+their document, or an index written before format 4 and not parsed again) has no stored text.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ragtools.indexes._persist import load_npy, read_json, save_npy, write_json
+from ragtools.parsers.errors import IndexLoadError
+
+__all__ = ["TEXTS_DIR", "ChainedTexts", "DocumentTexts", "write_texts"]
+
+TEXTS_DIR = "documents"
+_IDS, _OFFSETS, _TEXTS = "ids.json", "offsets.npy", "texts.txt"
+
+
+class DocumentTexts(Mapping[str, str]):
+    """Document id -> full text of one version, read from its memory-mapped files."""
+
+    def __init__(self, ids: list[str], offsets: np.ndarray, blob: bytes | mmap.mmap) -> None:
+        self._row = {doc_id: row for row, doc_id in enumerate(ids)}
+        self._offsets = offsets
+        self._blob = blob
+
+    @classmethod
+    def open(cls, directory: str | Path, listed: Iterable[str]) -> DocumentTexts:
+        """The texts of the version in ``directory``, whose manifest lists (and so has
+        checked) the files ``listed``.
+
+        Raises:
+            IndexLoadError: a file is not listed or missing, or the ids and offsets do not
+                fit the texts.
+        """
+        folder = Path(directory) / TEXTS_DIR
+        unlisted = set(_names()) - set(listed)
+        if unlisted:
+            msg = f"the manifest stores document texts but does not list {sorted(unlisted)}"
+            raise IndexLoadError(folder, msg)
+        ids = read_json(folder / _IDS)
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise IndexLoadError(folder / _IDS, "not a list of document ids")
+        if len(set(ids)) != len(ids):
+            raise IndexLoadError(folder / _IDS, "a document id is listed twice")
+        offsets = load_npy(folder / _OFFSETS, mmap=True)
+        try:
+            with open(folder / _TEXTS, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                blob = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        except OSError as exc:
+            raise IndexLoadError(folder / _TEXTS, f"unreadable ({exc})") from exc
+        if (
+            offsets.dtype != np.int64
+            or offsets.shape != (len(ids) + 1,)
+            or offsets[0] != 0
+            or offsets[-1] != size
+            or bool(np.any(np.diff(offsets) < 0))
+        ):
+            msg = f"offsets do not cut {_TEXTS} into {len(ids)} texts"
+            raise IndexLoadError(folder / _OFFSETS, msg)
+        return cls(ids, offsets, blob)
+
+    def __getitem__(self, doc_id: str) -> str:
+        row = self._row[doc_id]
+        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        try:
+            return bytes(self._blob[start:end]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            msg = f"the text of document {doc_id!r} is not UTF-8"
+            raise IndexLoadError(TEXTS_DIR + "/" + _TEXTS, msg) from exc
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
+class ChainedTexts(Mapping[str, str]):
+    """The texts of several mappings as one, the first holding an id winning: a sharded
+    index's shards (each document lives in one), or new texts over a previous version's."""
+
+    def __init__(self, parts: Iterable[Mapping[str, str]]) -> None:
+        self.parts = list(parts)
+
+    def __getitem__(self, doc_id: str) -> str:
+        for part in self.parts:
+            if doc_id in part:
+                return part[doc_id]
+        raise KeyError(doc_id)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return any(doc_id in part for part in self.parts)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(doc_id for part in self.parts for doc_id in part))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def write_texts(directory: Path, doc_ids: Iterable[str], texts: Mapping[str, str]) -> list[str]:
+    """Write the text of each of ``doc_ids`` (once) into ``directory``, those ``texts``
+    holds; returns the file names written, for the manifest. One text is in memory at a
+    time."""
+    folder = directory / TEXTS_DIR
+    folder.mkdir()
+    written: list[str] = []
+    offsets = [0]
+    with open(folder / _TEXTS, "wb") as handle:
+        for doc_id in dict.fromkeys(doc_ids):
+            text = texts.get(doc_id)
+            if text is None:
+                continue
+            data = text.encode("utf-8")
+            handle.write(data)
+            offsets.append(offsets[-1] + len(data))
+            written.append(doc_id)
+        handle.flush()
+        os.fsync(handle.fileno())
+    write_json(folder / _IDS, written)
+    save_npy(folder / _OFFSETS, np.asarray(offsets, dtype=np.int64))
+    return _names()
+
+
+def _names() -> list[str]:
+    return [f"{TEXTS_DIR}/{name}" for name in (_IDS, _OFFSETS, _TEXTS)]
