@@ -29,7 +29,9 @@ Keyword arguments of ``invoke`` supply injected arguments (see
 function that declares a ``RunConfig`` parameter, and its ``callbacks`` entry to one that
 declares ``callbacks`` (hidden from the schema, injected at run time, as in LangChain).
 ``stream``/``astream``/``batch``/``abatch`` come from :class:`~retrieval.tools.runnable.
-RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's.
+RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's. A tool
+is also callable as a function, which is how LangGraph's ``ToolNode`` takes it as is (see
+:mod:`retrieval.tools.function_view`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
 
@@ -55,6 +57,11 @@ from ragtools.retrieval.tools.exceptions import (
     ErrorHandler,
     check_error_handler,
     handled_content,
+)
+from ragtools.retrieval.tools.function_view import (
+    FUNCTION_ATTRIBUTES,
+    call_as_function,
+    function_attribute,
 )
 from ragtools.retrieval.tools.injected import RunConfig
 from ragtools.retrieval.tools.messages import ToolCall
@@ -211,6 +218,20 @@ class BaseTool(RunnableMethods, BaseModel, ABC):
     def is_single_input(self) -> bool:
         """True when the model gives one argument (``**kwargs`` not counted), as in LangChain."""
         return len([key for key in self.args if key != "kwargs"]) == 1
+
+    # --- as a function (LangChain's tool(), LangGraph's ToolNode) -------------------------
+
+    if not TYPE_CHECKING:  # keep attribute typos visible to mypy
+
+        def __getattribute__(self, name: str) -> Any:
+            """Answer ``__name__``, ``__doc__``, ``__signature__``, ... with the function view."""
+            if name in FUNCTION_ATTRIBUTES:
+                return function_attribute(self, name)
+            return super().__getattribute__(name)
+
+    def __call__(self, **arguments: Any) -> Any:
+        """Call the tool as a function (see :mod:`retrieval.tools.function_view`)."""
+        return call_as_function(self, arguments)
 
     # --- entry points --------------------------------------------------------------------
 
