@@ -29,6 +29,7 @@ from ragtools.retrieval.tools import (
     InjectedToolArg,
     InjectedToolCallId,
     StructuredTool,
+    Tool,
     ToolException,
     create_retriever_tool,
     tool,
@@ -133,6 +134,28 @@ class TestSameMessagesAsTheAdapter:
         assert messages[1].content.startswith("[1] a.pdf, page 3")
         assert messages[2].artifact == {"sum": 15}
         assert (messages[3].status, messages[3].content) == ("error", "nothing found for zeta")
+
+    @pytest.mark.parametrize("use_async", [False, True])
+    def test_other_tool_kinds(self, use_async: bool) -> None:
+        @tool
+        async def slow_add(a: int, b: int) -> int:
+            """Add two ints, asynchronously."""
+            await asyncio.sleep(0)
+            return a + b
+
+        @tool
+        def today() -> str:
+            """Today's date."""
+            return "2026-11-24"
+
+        shout = Tool(name="shout", func=str.upper, description="Upper-case the text.")
+        calls = [
+            {"name": "slow_add", "args": {"a": 2, "b": 3}, "id": "1"},
+            {"name": "today", "args": {}, "id": "2"},
+            {"name": "shout", "args": {"tool_input": "hey"}, "id": "3"},
+        ]
+        messages = _same_through_both([slow_add, today, shout], calls, use_async=use_async)
+        assert [m.content for m in messages] == ["5", "2026-11-24", "HEY"]
 
     def test_invalid_arguments(self, retriever: FakeRetriever) -> None:
         docs = create_retriever_tool(
