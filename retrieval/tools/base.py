@@ -41,7 +41,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
 
@@ -58,11 +58,7 @@ from ragtools.retrieval.tools.exceptions import (
     check_error_handler,
     handled_content,
 )
-from ragtools.retrieval.tools.function_view import (
-    FUNCTION_ATTRIBUTES,
-    call_as_function,
-    function_attribute,
-)
+from ragtools.retrieval.tools.function_view import CallableAsFunction
 from ragtools.retrieval.tools.injected import RunConfig
 from ragtools.retrieval.tools.messages import ToolCall
 from ragtools.retrieval.tools.output import ToolOutput
@@ -90,7 +86,7 @@ ResponseFormat: TypeAlias = Literal["content", "content_and_artifact"]
 _VALIDATION_MESSAGE = "Tool input validation error"
 
 
-class BaseTool(RunnableMethods, BaseModel, ABC):
+class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     """A named, described, schema-checked callable for agents.
 
     Attributes:
@@ -218,20 +214,6 @@ class BaseTool(RunnableMethods, BaseModel, ABC):
     def is_single_input(self) -> bool:
         """True when the model gives one argument (``**kwargs`` not counted), as in LangChain."""
         return len([key for key in self.args if key != "kwargs"]) == 1
-
-    # --- as a function (LangChain's tool(), LangGraph's ToolNode) -------------------------
-
-    if not TYPE_CHECKING:  # keep attribute typos visible to mypy
-
-        def __getattribute__(self, name: str) -> Any:
-            """Answer ``__name__``, ``__doc__``, ``__signature__``, ... with the function view."""
-            if name in FUNCTION_ATTRIBUTES:
-                return function_attribute(self, name)
-            return super().__getattribute__(name)
-
-    def __call__(self, **arguments: Any) -> Any:
-        """Call the tool as a function (see :mod:`retrieval.tools.function_view`)."""
-        return call_as_function(self, arguments)
 
     # --- entry points --------------------------------------------------------------------
 

@@ -24,11 +24,19 @@ tool's ``handle_validation_error`` decides, as with the adapter; a *missing* req
 argument is refused by LangChain's own check first (then ``ToolNode``'s
 ``handle_tool_errors`` answers, by default with an error message to the model).
 
-Limits, each a clear error naming ``to_langchain_tool``: a tool whose ``args_schema`` is a
-JSON-schema dict has no Python types to show (``ConfigError`` when the signature is read, so
-``ToolNode([tool])`` fails at construction), and a LangChain tool built this way needs a full
-ToolCall (LangChain's own rule for ``InjectedToolCallId`` tools). Called directly in Python,
-``tool(a=1)``, a tool returns its content like ``tool.invoke({"a": 1})``. Without
+A :class:`~retrieval.tools.cache.CachedTool` over such a tool has the same view and answers
+through its cache (its ``execute`` is cached too, so ``to_langchain_tool`` of it caches).
+
+Limits: a tool whose ``args_schema`` is a JSON-schema dict has no Python types to show
+(``ConfigError`` naming ``to_langchain_tool`` when the signature is read, so
+``ToolNode([tool])`` fails at construction); a CachedTool over a tool without an argument
+model is refused the same way; a LangChain tool built from the view needs a full ToolCall
+(LangChain's own rule for ``InjectedToolCallId`` tools). Qwen-style tools
+(:class:`~retrieval.tools.classtool.FunctionTool`: ``retrieval``, ``doc_parser``, ...) are not
+functions and LangChain refuses them with its own message; run them in our ``ToolsNode``.
+
+Called directly in Python, ``tool(a=1)``, a tool returns its content like
+``tool.invoke({"a": 1})``. Without
 ``langchain-core`` installed the view still exists, annotated with our own markers and with no
 call-id parameter (no other framework reads them).
 """
@@ -55,10 +63,13 @@ from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.injected import InjectedToolArg, InjectedToolCallId
 from ragtools.retrieval.tools.schema import injected_fields
 
-if TYPE_CHECKING:
-    from ragtools.retrieval.tools.base import BaseTool
-
-__all__ = ["FUNCTION_ATTRIBUTES", "FunctionView", "call_as_function", "function_attribute"]
+__all__ = [
+    "FUNCTION_ATTRIBUTES",
+    "CallableAsFunction",
+    "FunctionView",
+    "call_as_function",
+    "function_attribute",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +79,22 @@ FUNCTION_ATTRIBUTES = frozenset(
 """The attributes a tool answers with its function view instead of its class's."""
 
 _CALL_ID = "tool_call_id"
+
+
+class CallableAsFunction:
+    """Mixin of :class:`~retrieval.tools.base.BaseTool` and :class:`~retrieval.tools.cache.
+    CachedTool`: the tool is callable and answers :data:`FUNCTION_ATTRIBUTES` with its view."""
+
+    if not TYPE_CHECKING:  # keep attribute typos visible to mypy
+
+        def __getattribute__(self, name: str) -> Any:
+            if name in FUNCTION_ATTRIBUTES:
+                return function_attribute(self, name)
+            return super().__getattribute__(name)
+
+    def __call__(self, **arguments: Any) -> Any:
+        """Call the tool as a function: the content, or LangChain's message for a call id."""
+        return call_as_function(self, arguments)
 
 
 @dataclass(frozen=True)
@@ -87,7 +114,7 @@ class FunctionView:
     added_call_id: bool
 
 
-def function_attribute(tool: BaseTool, name: str) -> Any:
+def function_attribute(tool: Any, name: str) -> Any:
     """The value of one of :data:`FUNCTION_ATTRIBUTES` for ``tool``.
 
     Raises:
@@ -98,17 +125,18 @@ def function_attribute(tool: BaseTool, name: str) -> Any:
     if name == "__doc__":
         return tool.description
     if name == "__annotations__":
-        return {} if tool.get_input_schema() is None else dict(function_view(tool).annotations)
+        return {} if _input_model(tool) is None else dict(function_view(tool).annotations)
     return function_view(tool).signature
 
 
-def function_view(tool: BaseTool) -> FunctionView:
-    """The (memoised) function view of ``tool``.
+def function_view(tool: Any) -> FunctionView:
+    """The (memoised) function view of ``tool`` (a BaseTool, or a CachedTool over one).
 
     Raises:
-        ConfigError: the tool's ``args_schema`` is a JSON-schema dict.
+        ConfigError: the tool's ``args_schema`` is a JSON-schema dict, or the tool has no
+            argument model at all (a CachedTool over a Qwen-style tool).
     """
-    model = tool.get_input_schema()
+    model = _input_model(tool)
     if model is None:
         msg = (
             f"tool {tool.name!r} has a JSON-schema dict args_schema, which cannot be shown as "
@@ -124,7 +152,7 @@ def function_view(tool: BaseTool) -> FunctionView:
     return view
 
 
-def call_as_function(tool: BaseTool, arguments: dict[str, Any]) -> Any:
+def call_as_function(tool: Any, arguments: dict[str, Any]) -> Any:
     """Run ``tool`` called as a function: LangChain's ToolMessage when a call id came along.
 
     Args:
@@ -153,6 +181,20 @@ def call_as_function(tool: BaseTool, arguments: dict[str, Any]) -> Any:
     adapter = memo[adapter_key][1]
     call = {"name": tool.name, "args": arguments, "id": str(call_id), "type": "tool_call"}
     return adapter.invoke(call)
+
+
+def _input_model(tool: Any) -> type[BaseModel] | None:
+    get_schema = getattr(tool, "get_input_schema", None)
+    if not callable(get_schema):
+        msg = (
+            f"tool {tool.name!r} ({tool!r}) has no argument model to show as a function "
+            "signature, so LangChain's tool() and LangGraph's ToolNode cannot read it; they take "
+            "tools made with @tool, StructuredTool, Tool or create_retriever_tool (or a "
+            "CachedTool over one)"
+        )
+        raise ConfigError(msg)
+    model: type[BaseModel] | None = get_schema()
+    return model
 
 
 def _langchain_markers() -> tuple[Any, Any] | None:

@@ -26,12 +26,14 @@ from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.integrations.langchain import to_langchain_tool
 from ragtools.retrieval.tools import (
     BaseTool,
+    CachedTool,
     InjectedToolArg,
     InjectedToolCallId,
     StructuredTool,
     Tool,
     ToolException,
     create_retriever_tool,
+    get_tool,
     tool,
 )
 from tests.retrieval.tools.conftest import FakeRetriever
@@ -293,3 +295,46 @@ class TestPrebuiltAgent:
         assert _fields(native[2]) == _fields(adapted[2])
         assert native[2].artifact == retriever.hits
         assert native[-1].content == "Alpha is on page 3 of a.pdf [1]."
+
+
+class TestCachedTool:
+    def test_tool_node_takes_it_as_is_and_repeats_are_hits(self, retriever: FakeRetriever) -> None:
+        docs = create_retriever_tool(retriever, "docs", "Search the manuals.")
+        cached = CachedTool(docs)
+        first = {"name": "docs", "args": {"query": "alpha"}, "id": "1"}
+        again = {**first, "id": "2"}
+        native = [_graph_messages([cached], [call], use_async=False)[0] for call in (first, again)]
+        assert len(retriever.calls) == 1 and cached.cache.info().hits == 1
+        reference = CachedTool(create_retriever_tool(retriever, "docs", "Search the manuals."))
+        adapted = [
+            _graph_messages([to_langchain_tool(reference)], [call], use_async=False)[0]
+            for call in (first, again)
+        ]
+        assert [_fields(m) for m in native] == [_fields(m) for m in adapted]
+        assert [m.tool_call_id for m in native] == ["1", "2"]
+        assert native[1].artifact == retriever.hits
+        assert len(retriever.calls) == 2  # the adapter's cache also ran the search once
+
+    def test_the_adapter_caches_per_tenant(self) -> None:
+        runs: list[str] = []
+
+        @tool
+        def account(query: str, tenant: Annotated[str, InjectedToolArg]) -> str:
+            """Look up the tenant's account data."""
+            runs.append(tenant)
+            return f"{tenant}:{query}"
+
+        adapted = to_langchain_tool(CachedTool(account))
+        results = [
+            adapted.invoke(
+                {"name": "account", "args": {"query": "q", "tenant": tenant}, "id": str(n)}
+                | {"type": "tool_call"}
+            ).content
+            for n, tenant in enumerate(["acme", "globex", "acme", "globex"])
+        ]
+        assert results == ["acme:q", "globex:q", "acme:q", "globex:q"]
+        assert runs == ["acme", "globex"]
+
+    def test_over_a_tool_without_an_argument_model_is_refused_clearly(self) -> None:
+        with pytest.raises(ConfigError, match="no argument model"):
+            ToolNode([CachedTool(get_tool("simple_doc_parser"))])
