@@ -8,10 +8,11 @@ exactly that function view, computed from the tool each time it is asked for:
 
 * ``__name__``/``__qualname__`` are the tool's name and ``__doc__`` its description;
 * ``__signature__``/``__annotations__`` list the full argument schema as keyword-only
-  parameters, each annotated ``Annotated[type, <the field's FieldInfo>]`` so LangChain's
-  schema (what the model is shown) keeps descriptions, constraints and defaults; injected
-  arguments carry LangChain's ``InjectedToolArg``/``InjectedToolCallId`` so LangChain hides
-  them from the model exactly as ``to_langchain_tool`` does;
+  parameters, each with the field's type as annotation and the field's ``FieldInfo`` as
+  default, so LangChain's schema (what the model is shown) keeps descriptions, constraints
+  and defaults; injected arguments are annotated with LangChain's
+  ``InjectedToolArg``/``InjectedToolCallId`` so LangChain hides them from the model exactly
+  as ``to_langchain_tool`` does;
 * one more hidden parameter, annotated ``InjectedToolCallId``, through which LangChain hands
   over the id of the call being answered (unless the tool already has such an argument).
 
@@ -30,15 +31,15 @@ through its cache (its ``execute`` is cached too, so ``to_langchain_tool`` of it
 Limits: a tool whose ``args_schema`` is a JSON-schema dict has no Python types to show
 (``ConfigError`` naming ``to_langchain_tool`` when the signature is read, so
 ``ToolNode([tool])`` fails at construction); a CachedTool over a tool without an argument
-model is refused the same way; a LangChain tool built from the view needs a full ToolCall
-(LangChain's own rule for ``InjectedToolCallId`` tools). Qwen-style tools
+model is refused with a ``ConfigError`` saying which tools they take; a LangChain tool
+built from the view needs a full ToolCall (LangChain's own rule for ``InjectedToolCallId``
+tools). Qwen-style tools
 (:class:`~retrieval.tools.classtool.FunctionTool`: ``retrieval``, ``doc_parser``, ...) are not
 functions and LangChain refuses them with its own message; run them in our ``ToolsNode``.
 
 Called directly in Python, ``tool(a=1)``, a tool returns its content like
-``tool.invoke({"a": 1})``. Without
-``langchain-core`` installed the view still exists, annotated with our own markers and with no
-call-id parameter (no other framework reads them).
+``tool.invoke({"a": 1})``. Without ``langchain-core`` installed the view still exists,
+annotated with our own markers and with no call-id parameter (no other framework reads them).
 """
 
 from __future__ import annotations
