@@ -33,9 +33,9 @@ Limits: a tool whose ``args_schema`` is a JSON-schema dict has no Python types t
 ``ToolNode([tool])`` fails at construction); a CachedTool over a tool without an argument
 model is refused with a ``ConfigError`` saying which tools they take; a LangChain tool
 built from the view needs a full ToolCall (LangChain's own rule for ``InjectedToolCallId``
-tools). Qwen-style tools
-(:class:`~retrieval.tools.classtool.FunctionTool`: ``retrieval``, ``doc_parser``, ...) are not
-functions and LangChain refuses them with its own message; run them in our ``ToolsNode``.
+tools). Qwen-style tools (:class:`~retrieval.tools.classtool.FunctionTool`: ``retrieval``,
+``doc_parser``, ...) have a JSON-schema parameter list and no argument model: they are
+callable only to be refused with a ``ConfigError`` that sends them to our ``ToolsNode``.
 
 Called directly in Python, ``tool(a=1)``, a tool returns its content like
 ``tool.invoke({"a": 1})``. Without ``langchain-core`` installed the view still exists,
@@ -126,7 +126,9 @@ def function_attribute(tool: Any, name: str) -> Any:
     if name == "__doc__":
         return tool.description
     if name == "__annotations__":
-        return {} if _input_model(tool) is None else dict(function_view(tool).annotations)
+        if not callable(getattr(tool, "get_input_schema", None)) or _input_model(tool) is None:
+            return {}
+        return dict(function_view(tool).annotations)
     return function_view(tool).signature
 
 
@@ -189,9 +191,10 @@ def _input_model(tool: Any) -> type[BaseModel] | None:
     if not callable(get_schema):
         msg = (
             f"tool {tool.name!r} ({tool!r}) has no argument model to show as a function "
-            "signature, so LangChain's tool() and LangGraph's ToolNode cannot read it; they take "
-            "tools made with @tool, StructuredTool, Tool or create_retriever_tool (or a "
-            "CachedTool over one)"
+            "signature (a Qwen-style tool's parameters are a JSON schema), so LangChain's "
+            "tool() and LangGraph's ToolNode cannot read it; run it in ragtools' ToolsNode, or "
+            "give them tools made with @tool, StructuredTool, Tool or create_retriever_tool "
+            "(or a CachedTool over one)"
         )
         raise ConfigError(msg)
     model: type[BaseModel] | None = get_schema()

@@ -338,3 +338,12 @@ class TestCachedTool:
     def test_over_a_tool_without_an_argument_model_is_refused_clearly(self) -> None:
         with pytest.raises(ConfigError, match="no argument model"):
             ToolNode([CachedTool(get_tool("simple_doc_parser"))])
+
+
+class TestQwenStyleTools:
+    @pytest.mark.parametrize("name", ["retrieval", "doc_parser", "simple_doc_parser"])
+    def test_refused_with_an_error_naming_our_tools_node(self, name: str, tmp_path: Any) -> None:
+        qwen_tool = get_tool(name, cache_dir=str(tmp_path))
+        with pytest.raises(ConfigError, match=f"tool '{name}'.*ToolsNode"):
+            ToolNode([qwen_tool])
+        assert qwen_tool.__annotations__ == {}  # plain introspection does not fail
