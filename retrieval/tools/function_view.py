@@ -175,13 +175,10 @@ def call_as_function(tool: Any, arguments: dict[str, Any]) -> Any:
             arguments = {k: v for k, v in arguments.items() if k != view.call_id}
     if call_id is None:
         return tool.invoke(arguments)
-    adapter_key = ("langchain_adapter", id(tool))
-    memo = tool._memo
-    if adapter_key not in memo or memo[adapter_key][0] is not tool:
-        from ragtools.retrieval.integrations.langchain import to_langchain_tool
+    from ragtools.retrieval.integrations.langchain import to_langchain_tool
 
-        memo[adapter_key] = (tool, to_langchain_tool(tool))
-    adapter = memo[adapter_key][1]
+    # Built per call, never kept: a tool's settings may be reassigned between calls.
+    adapter = to_langchain_tool(tool)
     call = {"name": tool.name, "args": arguments, "id": str(call_id), "type": "tool_call"}
     return adapter.invoke(call)
 

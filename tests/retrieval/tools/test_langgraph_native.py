@@ -240,6 +240,19 @@ class TestFunctionView:
         assert add(a=2, b="5") == 7
         assert add_with_artifact(a=1) == "11"
 
+    def test_settings_changed_after_the_first_call_are_honoured(self) -> None:
+        @tool
+        def flaky(query: str) -> str:
+            """Fail in a way the model should read."""
+            raise ToolException(f"no {query}")
+
+        calls = [{"name": "flaky", "args": {"query": "x"}, "id": "1"}]
+        with pytest.raises(ToolException):
+            _graph_messages([flaky], calls, use_async=False)
+        flaky.handle_tool_error = True
+        [message] = _same_through_both([flaky], calls)
+        assert (message.status, message.content) == ("error", "no x")
+
     def test_a_copy_shows_its_own_description(self) -> None:
         renamed = add.model_copy(update={"description": "Sum."})
         assert (renamed.__doc__, add.__doc__) == ("Sum.", "Add two ints.")
