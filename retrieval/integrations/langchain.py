@@ -17,11 +17,12 @@ lazily; install ``ragtools[langchain]``), so it works in LangChain agents and La
 LangChain validates the arguments once with the translated schema, then our tool validates
 them again; the second pass is cheap and keeps our tool's behaviour identical either way.
 
-LangGraph's ``ToolNode`` takes LangChain tools only: give it ``to_langchain_tool(tool)``. Our
-own tool passed as is is not a LangChain ``BaseTool`` (whatever its class name says), so
-LangChain tries to wrap it as a plain function and fails with "The first argument must be a
-string or a callable with a __name__"; the adapter keeps content, artifact and error status
-(``tests/retrieval/tools/test_langgraph.py`` runs it in a compiled graph).
+LangGraph's ``ToolNode`` also takes our tools as they are: it hands a non-LangChain tool to
+LangChain's ``tool()``, which reads it as a function, and our tools' function view
+(:mod:`retrieval.tools.function_view`) answers each call with this adapter's message, so both
+ways give the same content, artifact and error status (``tests/retrieval/tools/
+test_langgraph_native.py`` compares them in compiled graphs). A tool with a JSON-schema dict
+``args_schema`` has no function view: give ``ToolNode`` this adapter.
 """
 
 from __future__ import annotations

@@ -29,7 +29,9 @@ Keyword arguments of ``invoke`` supply injected arguments (see
 function that declares a ``RunConfig`` parameter, and its ``callbacks`` entry to one that
 declares ``callbacks`` (hidden from the schema, injected at run time, as in LangChain).
 ``stream``/``astream``/``batch``/``abatch`` come from :class:`~retrieval.tools.runnable.
-RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's.
+RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's. A tool
+is also callable as a function, which is how LangGraph's ``ToolNode`` takes it as is (see
+:mod:`retrieval.tools.function_view`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from ragtools.retrieval.tools.exceptions import (
     check_error_handler,
     handled_content,
 )
+from ragtools.retrieval.tools.function_view import CallableAsFunction
 from ragtools.retrieval.tools.injected import RunConfig
 from ragtools.retrieval.tools.messages import ToolCall
 from ragtools.retrieval.tools.output import ToolOutput
@@ -83,7 +86,7 @@ ResponseFormat: TypeAlias = Literal["content", "content_and_artifact"]
 _VALIDATION_MESSAGE = "Tool input validation error"
 
 
-class BaseTool(RunnableMethods, BaseModel, ABC):
+class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     """A named, described, schema-checked callable for agents.
 
     Attributes:

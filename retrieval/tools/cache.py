@@ -30,6 +30,7 @@ single-flight locking): simple, and harmless for deterministic tools.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import json
@@ -43,7 +44,9 @@ from typing import Any, Generic, ParamSpec, TypeVar, cast
 import cachetools
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.retrieval.tools.function_view import CallableAsFunction
 from ragtools.retrieval.tools.messages import ToolMessage, is_tool_call
+from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.params import parse_arguments
 
 logger = logging.getLogger(__name__)
@@ -161,11 +164,12 @@ class ToolResultCache:
             return len(self._entries)
 
 
-class CachedTool:
+class CachedTool(CallableAsFunction):
     """Wraps a tool so that repeated calls with equal arguments are served from a cache.
 
-    Every attribute other than ``invoke``/``ainvoke`` is the wrapped tool's, so the wrapper
-    describes itself (name, schema) and streams exactly like the tool.
+    Every attribute other than ``invoke``/``execute`` (and their async forms) is the wrapped
+    tool's, so the wrapper describes itself (name, schema) and streams exactly like the tool;
+    like a tool it is callable as a function, so LangGraph's ``ToolNode`` takes it as is.
 
     Args:
         tool: any object with ``name`` and ``invoke`` (and optionally ``ainvoke``).
@@ -204,23 +208,45 @@ class CachedTool:
         self, tool_input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> Any:
         """``tool.invoke`` through the cache; ``config`` and ``kwargs`` are part of the key."""
-        key = self._key(tool_input, config, kwargs)
+        return self._through_cache("invoke", tool_input, config, kwargs)
+
+    def execute(
+        self, tool_input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        """``tool.execute`` (the ToolOutput, which ``to_langchain_tool`` uses) through the cache."""
+        return self._through_cache("execute", tool_input, config, kwargs)
+
+    async def ainvoke(
+        self, tool_input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        """``tool.ainvoke`` (or ``invoke`` in a thread) through the cache."""
+        return await self._athrough_cache("invoke", tool_input, config, kwargs)
+
+    async def aexecute(
+        self, tool_input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        """``tool.aexecute`` (or ``execute`` in a thread) through the cache."""
+        return await self._athrough_cache("execute", tool_input, config, kwargs)
+
+    def _through_cache(
+        self, method: str, tool_input: Any, config: Mapping[str, Any] | None, kwargs: dict[str, Any]
+    ) -> Any:
+        key = self._key(tool_input, config, kwargs, method)
         started = time.perf_counter()
         if key is not None:
             found, value = self.cache.lookup(key)
             if found:
                 _log(self.name, "hit", started)
                 return _rebind(value, tool_input)
-        result = self.tool.invoke(tool_input, **_with_config(config, kwargs))
+        result = getattr(self.tool, method)(tool_input, **_with_config(config, kwargs))
         self._store(key, result)
         _log(self.name, "miss", started)
         return result
 
-    async def ainvoke(
-        self, tool_input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    async def _athrough_cache(
+        self, method: str, tool_input: Any, config: Mapping[str, Any] | None, kwargs: dict[str, Any]
     ) -> Any:
-        """``tool.ainvoke`` (or ``invoke`` in a thread) through the cache."""
-        key = self._key(tool_input, config, kwargs)
+        key = self._key(tool_input, config, kwargs, method)
         started = time.perf_counter()
         if key is not None:
             found, value = self.cache.lookup(key)
@@ -228,16 +254,20 @@ class CachedTool:
                 _log(self.name, "hit", started)
                 return _rebind(value, tool_input)
         options = _with_config(config, kwargs)
-        if callable(getattr(self.tool, "ainvoke", None)):
-            result = await self.tool.ainvoke(tool_input, **options)
+        if callable(getattr(self.tool, f"a{method}", None)):
+            result = await getattr(self.tool, f"a{method}")(tool_input, **options)
         else:
-            result = await asyncio.to_thread(self.tool.invoke, tool_input, **options)
+            result = await asyncio.to_thread(getattr(self.tool, method), tool_input, **options)
         self._store(key, result)
         _log(self.name, "miss", started)
         return result
 
     def _key(
-        self, tool_input: Any, config: Mapping[str, Any] | None, injected: Mapping[str, Any]
+        self,
+        tool_input: Any,
+        config: Mapping[str, Any] | None,
+        injected: Mapping[str, Any],
+        method: str,
     ) -> str | None:
         # A ToolCall gives a ToolMessage and plain arguments give the raw result: keep apart.
         if isinstance(tool_input, Mapping) and is_tool_call(tool_input):
@@ -250,10 +280,10 @@ class CachedTool:
             return None
         settings = {k: v for k, v in (config or {}).items() if k not in _CONFIG_NOT_KEYED}
         everything = {"arguments": arguments, "injected": dict(injected), "config": settings}
-        return ToolResultCache.make_key(f"{self.name}\x00{kind}", everything)
+        return ToolResultCache.make_key(f"{self.name}\x00{kind}\x00{method}", everything)
 
     def _store(self, key: str | None, result: Any) -> None:
-        if key is None or (isinstance(result, ToolMessage) and result.status == "error"):
+        if key is None or getattr(result, "status", None) == "error":  # a message or an output
             return
         self.cache.put(key, result)
 
@@ -355,9 +385,11 @@ def _with_config(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> di
 
 
 def _rebind(value: Any, tool_input: Any) -> Any:
-    """A cached ToolMessage answered another call: give it this call's id."""
+    """A cached ToolMessage (or ToolOutput) answered another call: give it this call's id."""
     if isinstance(value, ToolMessage) and isinstance(tool_input, Mapping):
         return value.model_copy(update={"tool_call_id": str(tool_input.get("id") or "")})
+    if isinstance(value, ToolOutput) and value.tool_call_id is not None:
+        return dataclasses.replace(value, tool_call_id=str(tool_input.get("id") or ""))
     return value
 
 

@@ -1,0 +1,362 @@
+"""Our tools passed as is to LangGraph's own ``ToolNode`` (issue #20, defect 4b).
+
+``ToolNode`` hands a non-LangChain tool to ``langchain_core.tools.tool()``, which reads it as
+a function. Every test runs the same calls through a real ``ToolNode`` twice, once over our
+tool as is and once over ``to_langchain_tool(tool)``, and asserts the same messages (content,
+artifact, status, call id, name) and the same schema shown to the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import warnings
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool as langchain_tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, create_react_agent
+from pydantic import Field
+
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.integrations.langchain import to_langchain_tool
+from ragtools.retrieval.tools import (
+    BaseTool,
+    CachedTool,
+    InjectedToolArg,
+    InjectedToolCallId,
+    StructuredTool,
+    Tool,
+    ToolException,
+    create_retriever_tool,
+    get_tool,
+    tool,
+)
+from tests.retrieval.tools.conftest import FakeRetriever
+
+
+def _graph_messages(tools: list[Any], calls: list[dict[str, Any]], *, use_async: bool) -> list[Any]:
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    compiled = graph.compile()
+    state_in = {"messages": [AIMessage("", tool_calls=calls)]}
+    if use_async:
+        state = asyncio.run(compiled.ainvoke(state_in))
+    else:
+        state = compiled.invoke(state_in)
+    return list(state["messages"][1:])
+
+
+def _fields(message: Any) -> tuple[Any, ...]:
+    return (
+        type(message).__name__,
+        message.tool_call_id,
+        message.name,
+        message.status,
+        message.content,
+        message.artifact,
+    )
+
+
+def _same_through_both(
+    tools: list[BaseTool], calls: list[dict[str, Any]], *, use_async: bool = False
+) -> list[Any]:
+    """Run ``calls`` over the tools as is and over their adapters; assert the same messages."""
+    native = _graph_messages(tools, calls, use_async=use_async)
+    adapted = _graph_messages([to_langchain_tool(t) for t in tools], calls, use_async=use_async)
+    assert [_fields(m) for m in native] == [_fields(m) for m in adapted]
+    return native
+
+
+def _model_schema(tools: list[Any]) -> list[dict[str, Any]]:
+    node = ToolNode(tools)
+    return [convert_to_openai_tool(t) for t in node.tools_by_name.values()]
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two ints."""
+    return a + b
+
+
+@tool(response_format="content_and_artifact")
+def add_with_artifact(a: int, b: int = 10) -> tuple[str, dict[str, int]]:
+    """Add two ints, keeping the sum as an artifact."""
+    return str(a + b), {"sum": a + b}
+
+
+@tool
+def fragile(query: str) -> str:
+    """Always fails in a way the model should read."""
+    raise ToolException(f"nothing found for {query}")
+
+
+class TestTheIssueExample:
+    def test_tool_node_accepts_a_native_tool(self) -> None:
+        node = ToolNode([add])
+        assert list(node.tools_by_name) == ["add"]
+        messages = _same_through_both(
+            [add], [{"name": "add", "args": {"a": 1, "b": "2"}, "id": "c1"}]
+        )
+        assert (messages[0].content, messages[0].status) == ("3", "success")
+
+    def test_langchain_tool_function_reads_the_same_tool(self) -> None:
+        converted = langchain_tool(add)
+        assert (converted.name, converted.description) == ("add", "Add two ints.")
+        call = {"name": "add", "args": {"a": 2, "b": 3}, "id": "c9", "type": "tool_call"}
+        assert _fields(converted.invoke(call)) == _fields(to_langchain_tool(add).invoke(call))
+
+
+class TestSameMessagesAsTheAdapter:
+    @pytest.mark.parametrize("use_async", [False, True])
+    def test_content_artifact_status_and_order(
+        self, retriever: FakeRetriever, use_async: bool
+    ) -> None:
+        docs = create_retriever_tool(retriever, "docs", "Search the manuals.")
+        calls = [
+            {"name": "add_with_artifact", "args": {"a": 1, "b": "2"}, "id": "1"},
+            {"name": "docs", "args": {"query": "alpha"}, "id": "2"},
+            {"name": "add_with_artifact", "args": {"a": 5}, "id": "3"},
+            {"name": "fragile", "args": {"query": "zeta"}, "id": "4"},
+        ]
+        messages = _same_through_both(
+            [add_with_artifact, docs, fragile.model_copy(update={"handle_tool_error": True})],
+            calls,
+            use_async=use_async,
+        )
+        assert [m.tool_call_id for m in messages] == ["1", "2", "3", "4"]
+        assert (messages[0].content, messages[0].artifact) == ("3", {"sum": 3})
+        assert messages[1].artifact == retriever.hits
+        assert messages[1].content.startswith("[1] a.pdf, page 3")
+        assert messages[2].artifact == {"sum": 15}
+        assert (messages[3].status, messages[3].content) == ("error", "nothing found for zeta")
+
+    @pytest.mark.parametrize("use_async", [False, True])
+    def test_other_tool_kinds(self, use_async: bool) -> None:
+        @tool
+        async def slow_add(a: int, b: int) -> int:
+            """Add two ints, asynchronously."""
+            await asyncio.sleep(0)
+            return a + b
+
+        @tool
+        def today() -> str:
+            """Today's date."""
+            return "2026-11-24"
+
+        shout = Tool(name="shout", func=str.upper, description="Upper-case the text.")
+        calls = [
+            {"name": "slow_add", "args": {"a": 2, "b": 3}, "id": "1"},
+            {"name": "today", "args": {}, "id": "2"},
+            {"name": "shout", "args": {"tool_input": "hey"}, "id": "3"},
+        ]
+        messages = _same_through_both([slow_add, today, shout], calls, use_async=use_async)
+        assert [m.content for m in messages] == ["5", "2026-11-24", "HEY"]
+
+    def test_invalid_arguments(self, retriever: FakeRetriever) -> None:
+        docs = create_retriever_tool(
+            retriever, "docs", "Search.", allow_filters={"source": ["a.pdf", "b.pdf"]}
+        )
+        calls = [
+            {"name": "add", "args": {"a": "x", "b": 2}, "id": "1"},
+            {"name": "docs", "args": {"query": "alpha", "filter": {"source": "z.pdf"}}, "id": "2"},
+            {"name": "docs", "args": {"query": ""}, "id": "3"},
+        ]
+        messages = _same_through_both([add, docs], calls)
+        assert [m.status for m in messages] == ["error", "error", "error"]
+        assert "valid integer" in messages[0].content
+
+    def test_unhandled_tool_error_is_left_to_the_node(self) -> None:
+        calls = [{"name": "fragile", "args": {"query": "x"}, "id": "1"}]
+        for tools in ([fragile], [to_langchain_tool(fragile)]):
+            with pytest.raises(ToolException, match="nothing found for x"):
+                _graph_messages(tools, calls, use_async=False)
+
+
+class TestSchemaShownToTheModel:
+    def test_same_as_the_adapter(self, retriever: FakeRetriever) -> None:
+        @tool
+        def lookup(
+            query: Annotated[str, Field(description="what to find", min_length=1)],
+            tenant: Annotated[str, InjectedToolArg],
+            call_id: Annotated[str, InjectedToolCallId],
+            limit: int = 3,
+        ) -> str:
+            """Look a term up for a tenant."""
+            return f"{tenant}:{query}:{limit}:{call_id}"
+
+        docs = create_retriever_tool(
+            retriever, "docs", "Search.", allow_filters={"source": ["a.pdf", "b.pdf"]}
+        )
+        for ours in (add, add_with_artifact, lookup, docs):
+            assert _model_schema([ours]) == _model_schema([to_langchain_tool(ours)])
+        properties = _model_schema([lookup])[0]["function"]["parameters"]["properties"]
+        assert set(properties) == {"query", "limit"}
+
+    def test_the_model_cannot_set_an_injected_argument_like_with_the_adapter(self) -> None:
+        @tool
+        def whoami(
+            greeting: str,
+            tenant: Annotated[str, InjectedToolArg],
+            call_id: Annotated[str, InjectedToolCallId],
+        ) -> str:
+            """Greet the tenant."""
+            return f"{greeting} {tenant} ({call_id})"
+
+        # LangGraph's ToolNode drops injected values a model put in the call's args.
+        calls = [{"name": "whoami", "args": {"greeting": "hi", "tenant": "acme"}, "id": "c7"}]
+        messages = _same_through_both([whoami], calls)
+        assert messages[0].status == "error" and "tenant" in messages[0].content
+        assert "hi acme" not in messages[0].content
+        direct = langchain_tool(whoami).invoke({**calls[0], "type": "tool_call"})
+        assert (direct.content, direct.status) == ("hi acme (c7)", "success")
+
+
+class TestFunctionView:
+    def test_attributes(self) -> None:
+        assert (add.__name__, add.__qualname__, add.__doc__) == ("add", "add", "Add two ints.")
+        parameters = inspect.signature(add).parameters
+        assert list(parameters) == ["a", "b", "tool_call_id"]
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters.values())
+        assert type(add).__doc__ != add.__doc__  # the class keeps its own docstring
+
+    def test_a_field_named_like_the_call_id_parameter_is_kept(self) -> None:
+        @tool
+        def echo(tool_call_id: str) -> str:
+            """Echo the argument."""
+            return tool_call_id
+
+        assert list(inspect.signature(echo).parameters) == ["tool_call_id", "tool_call_id_"]
+        calls = [{"name": "echo", "args": {"tool_call_id": "mine"}, "id": "theirs"}]
+        assert _same_through_both([echo], calls)[0].content == "mine"
+
+    def test_called_directly_it_returns_the_content(self) -> None:
+        assert add(a=2, b="5") == 7
+        assert add_with_artifact(a=1) == "11"
+
+    def test_settings_changed_after_the_first_call_are_honoured(self) -> None:
+        @tool
+        def flaky(query: str) -> str:
+            """Fail in a way the model should read."""
+            raise ToolException(f"no {query}")
+
+        calls = [{"name": "flaky", "args": {"query": "x"}, "id": "1"}]
+        with pytest.raises(ToolException):
+            _graph_messages([flaky], calls, use_async=False)
+        flaky.handle_tool_error = True
+        [message] = _same_through_both([flaky], calls)
+        assert (message.status, message.content) == ("error", "no x")
+
+    def test_a_copy_shows_its_own_description(self) -> None:
+        renamed = add.model_copy(update={"description": "Sum."})
+        assert (renamed.__doc__, add.__doc__) == ("Sum.", "Add two ints.")
+        assert ToolNode([renamed]).tools_by_name["add"].description == "Sum."
+
+    def test_json_schema_dict_tool_is_refused_naming_the_adapter(self) -> None:
+        raw = StructuredTool(
+            name="raw",
+            description="Raw schema.",
+            func=lambda q: q,
+            args_schema={"type": "object", "properties": {"q": {"type": "string"}}},
+        )
+        with pytest.raises(ConfigError, match="to_langchain_tool"):
+            ToolNode([raw])
+        node = ToolNode([to_langchain_tool(raw)])
+        assert list(node.tools_by_name) == ["raw"]
+
+
+class _ScriptedModel(GenericFakeChatModel):
+    """A chat model answering from a script, recording the tool schemas it is bound to."""
+
+    bound: list[dict[str, Any]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        self.bound.extend(convert_to_openai_tool(t) for t in tools)
+        return self
+
+
+class TestPrebuiltAgent:
+    def _agent_run(self, docs: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+        script = [
+            AIMessage("", tool_calls=[{"name": "docs", "args": {"query": "alpha"}, "id": "q1"}]),
+            AIMessage("Alpha is on page 3 of a.pdf [1]."),
+        ]
+        model = _ScriptedModel(messages=iter(script))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # create_react_agent's move
+            agent = create_react_agent(model, [docs])
+        state = agent.invoke({"messages": [HumanMessage("Where is alpha?")]})
+        return list(state["messages"]), model.bound
+
+    def test_react_agent_with_a_native_retriever_tool(self, retriever: FakeRetriever) -> None:
+        docs = create_retriever_tool(retriever, "docs", "Search the manuals.")
+        native, native_schemas = self._agent_run(docs)
+        adapted, adapted_schemas = self._agent_run(to_langchain_tool(docs))
+        assert native_schemas == adapted_schemas
+        assert [type(m).__name__ for m in native] == [
+            "HumanMessage",
+            "AIMessage",
+            "ToolMessage",
+            "AIMessage",
+        ]
+        assert _fields(native[2]) == _fields(adapted[2])
+        assert native[2].artifact == retriever.hits
+        assert native[-1].content == "Alpha is on page 3 of a.pdf [1]."
+
+
+class TestCachedTool:
+    def test_tool_node_takes_it_as_is_and_repeats_are_hits(self, retriever: FakeRetriever) -> None:
+        docs = create_retriever_tool(retriever, "docs", "Search the manuals.")
+        cached = CachedTool(docs)
+        first = {"name": "docs", "args": {"query": "alpha"}, "id": "1"}
+        again = {**first, "id": "2"}
+        native = [_graph_messages([cached], [call], use_async=False)[0] for call in (first, again)]
+        assert len(retriever.calls) == 1 and cached.cache.info().hits == 1
+        reference = CachedTool(create_retriever_tool(retriever, "docs", "Search the manuals."))
+        adapted = [
+            _graph_messages([to_langchain_tool(reference)], [call], use_async=False)[0]
+            for call in (first, again)
+        ]
+        assert [_fields(m) for m in native] == [_fields(m) for m in adapted]
+        assert [m.tool_call_id for m in native] == ["1", "2"]
+        assert native[1].artifact == retriever.hits
+        assert len(retriever.calls) == 2  # the adapter's cache also ran the search once
+
+    def test_the_adapter_caches_per_tenant(self) -> None:
+        runs: list[str] = []
+
+        @tool
+        def account(query: str, tenant: Annotated[str, InjectedToolArg]) -> str:
+            """Look up the tenant's account data."""
+            runs.append(tenant)
+            return f"{tenant}:{query}"
+
+        adapted = to_langchain_tool(CachedTool(account))
+        results = [
+            adapted.invoke(
+                {"name": "account", "args": {"query": "q", "tenant": tenant}, "id": str(n)}
+                | {"type": "tool_call"}
+            ).content
+            for n, tenant in enumerate(["acme", "globex", "acme", "globex"])
+        ]
+        assert results == ["acme:q", "globex:q", "acme:q", "globex:q"]
+        assert runs == ["acme", "globex"]
+
+    def test_over_a_tool_without_an_argument_model_is_refused_clearly(self) -> None:
+        with pytest.raises(ConfigError, match="no argument model"):
+            ToolNode([CachedTool(get_tool("simple_doc_parser"))])
+
+
+class TestQwenStyleTools:
+    @pytest.mark.parametrize("name", ["retrieval", "doc_parser", "simple_doc_parser"])
+    def test_refused_with_an_error_naming_our_tools_node(self, name: str, tmp_path: Any) -> None:
+        qwen_tool = get_tool(name, cache_dir=str(tmp_path))
+        with pytest.raises(ConfigError, match=f"tool '{name}'.*ToolsNode"):
+            ToolNode([qwen_tool])
+        assert qwen_tool.__annotations__ == {}  # plain introspection does not fail
