@@ -148,7 +148,8 @@ def extract_pages(
     result = PdfPages(n_pages)
     extracted: dict[tuple[str, ...], str] = {}
     texts: dict[int, str] = {}
-    suspects: list[int] = []
+    suspects: dict[int, int] = {}  # garbled page -> the first page drawn from the same objects
+    first_garbled: dict[tuple[str, ...], int | None] = {}  # judged once per drawing
     for index in range(shard, n_pages, shards):
         try:
             page = reader.pages[index]
@@ -160,10 +161,16 @@ def extract_pages(
         text = normalize_text(raw or "")
         if not text:
             (result.no_text if _draws_images(page) else result.blank).append(index + 1)
-        elif looks_garbled(text) or uses_unmapped_cjk_font(page):
-            suspects.append(index)
-        else:
+            continue
+        key = _text_key(page)
+        if key not in first_garbled:
+            garbled = looks_garbled(text) or uses_unmapped_cjk_font(page)
+            first_garbled[key] = index if garbled else None
+        first = first_garbled[key]
+        if first is None:
             texts[index] = text
+        else:
+            suspects[index] = first
     if suspects:
         texts.update(_reread(path, source, password, suspects, result))
     for index in sorted(texts):
@@ -188,11 +195,15 @@ def _draws_images(page: Any) -> bool:
 
 
 def _reread(
-    path: Path, source: str, password: str | None, suspects: list[int], result: PdfPages
+    path: Path, source: str, password: str | None, suspects: dict[int, int], result: PdfPages
 ) -> dict[int, str]:
-    """Re-read with pdfminer.six the pages whose pypdf text is garbled; record the lost ones."""
+    """Re-read with pdfminer.six the pages whose pypdf text is garbled; record the lost ones.
+
+    ``suspects`` maps each page to the first page drawn from the same objects: only that one
+    is re-read, for the reason :func:`_page_text` gives.
+    """
     try:
-        reread = pdfminer_pages(path, suspects, password)
+        reread = pdfminer_pages(path, sorted(set(suspects.values())), password)
     except Exception:  # pdfminer gives up on some files pypdf reads: those pages stay lost
         logger.debug("%s: pdfminer.six failed", source, exc_info=True)
         reread = {}
@@ -205,8 +216,8 @@ def _reread(
         )
         reread = {}
     texts: dict[int, str] = {}
-    for index in suspects:
-        text = normalize_text(reread.get(index, ""))
+    for index, first in suspects.items():
+        text = normalize_text(reread.get(first, ""))
         if text and not looks_garbled(text):
             texts[index] = text
         else:
@@ -222,10 +233,14 @@ def _page_text(page: Any, extracted: dict[tuple[str, ...], str]) -> str:
     depends on, as the page refers to it: its content streams, its resources and its
     rotation (read raw, so references compare by object number).
     """
-    key = tuple(repr(dict.get(page, name)) for name in ("/Contents", "/Resources", "/Rotate"))
+    key = _text_key(page)
     if key not in extracted:
         extracted[key] = page.extract_text() or ""
     return extracted[key]
+
+
+def _text_key(page: Any) -> tuple[str, ...]:
+    return tuple(repr(dict.get(page, name)) for name in ("/Contents", "/Resources", "/Rotate"))
 
 
 def finish_pages(source: str, pages: PdfPages) -> list[Document]:

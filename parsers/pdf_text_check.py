@@ -38,6 +38,7 @@ _BAD_CATEGORIES = frozenset({"Cn", "Co", "Cs", "Cc"})
 _EAST_ASIAN = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HALFWIDTH", "FULLWIDTH", "IDEOGRAPHIC"})
 #: Name prefixes of marks, modifiers and digits shared by every script.
 _NEUTRAL = frozenset({"COMBINING", "MODIFIER", "DIGIT", "SUPERSCRIPT", "SUBSCRIPT", "VULGAR"})
+SAMPLE_CHARS = 20_000
 _MAX_BAD_SHARE = 0.3
 _MIN_PAIRS = 4
 _MAX_SWITCH_SHARE = 0.3
@@ -68,9 +69,10 @@ def looks_garbled(text: str) -> bool:
     """True when ``text`` is glyph ids read as code points rather than words (see module doc).
 
     ``(cid:N)`` placeholders, pdfminer's output for glyphs it cannot map, count as bad
-    characters.
+    characters. Only the first :data:`SAMPLE_CHARS` characters are judged: a page is written
+    in one font far more often than not, and a page of megabytes must not cost seconds.
     """
-    text = _UNMAPPED_CID.sub("\ufffd", text)
+    text = _UNMAPPED_CID.sub("\ufffd", text[:SAMPLE_CHARS])
     tokens = text.split()
     n_chars = sum(len(token) for token in tokens)
     if n_chars == 0:

@@ -12,12 +12,13 @@ import importlib
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pypdf import PdfReader, PdfWriter
 
 from ragtools import parsers
-from ragtools.parsers import load_dir
+from ragtools.parsers import load_dir, pdf
 from ragtools.parsers.normalize import normalize_text
 from ragtools.parsers.pdf_text_check import looks_garbled
 
@@ -38,16 +39,20 @@ def _japan1_cids(text: str) -> list[int]:
     return [cids[char] for char in text]
 
 
-def _cid_font_pdf(pages: list[tuple[str, list[int]]]) -> bytes:
-    """A PDF whose pages each draw CIDs in a CID font of the ordering given, without ToUnicode."""
+def _cid_font_pdf(pages: list[tuple[str, list[int]]], *, shared: bool = False) -> bytes:
+    """A PDF whose pages each draw CIDs in a CID font of the ordering given, without ToUnicode.
+
+    With ``shared``, every page draws the first page's content stream with its font.
+    """
     objects = {1: b"<< /Type /Catalog /Pages 2 0 R >>"}
     kids = []
     for number, (ordering, cids) in enumerate(pages):
         page, content, font, cid_font, descriptor = range(3 + 5 * number, 8 + 5 * number)
         kids.append(f"{page} 0 R")
+        drawn = (4, 5) if shared else (content, font)  # the first page's, or its own
         objects[page] = (
             f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] "
-            f"/Resources << /Font << /F1 {font} 0 R >> >> /Contents {content} 0 R >>"
+            f"/Resources << /Font << /F1 {drawn[1]} 0 R >> >> /Contents {drawn[0]} 0 R >>"
         ).encode()
         stream = f"BT /F1 24 Tf 72 700 Td <{''.join(f'{c:04X}' for c in cids)}> Tj ET".encode()
         objects[content] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
@@ -139,6 +144,26 @@ def test_pages_split_over_workers_report_garbage_and_blank_pages_alike(
         (3, JAPANESE),
     ]
     assert [w for w in _warnings(caplog) if "page(s) 2, 4 give only garbage" in w]
+
+
+def test_pages_drawing_one_garbled_stream_are_reread_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requested: list[list[int]] = []
+    reread = pdf.pdfminer_pages
+
+    def counted(path: Path, indexes: Any, password: str | None) -> Any:
+        requested.append(sorted(indexes))
+        return reread(path, indexes, password)
+
+    monkeypatch.setattr(pdf, "pdfminer_pages", counted)
+    path = tmp_path / "shared.pdf"
+    path.write_bytes(_cid_font_pdf([("Japan1", _japan1_cids(JAPANESE))] * 20, shared=True))
+    documents = parsers.load(path)
+    assert [(d.metadata["page"], d.text) for d in documents] == [
+        (page, JAPANESE) for page in range(1, 21)
+    ]
+    assert requested == [[0]]
 
 
 def test_without_pdfminer_the_page_is_skipped_with_the_extra_to_install(
