@@ -31,7 +31,7 @@ KANA = "ありがとうございます"
 GLYPH_IDS = [0x120, 0x5A3, 0x9E7, 0x2B1, 0x733, 0xC41, 0x188, 0x6F2, 0x3D5, 0xAA0, 0x411, 0x829]
 
 
-def _japan1_cids(text: str) -> list[int]:
+def japan1_cids(text: str) -> list[int]:
     """Each character's smallest Adobe-Japan1 CID, from pdfminer.six's to-Unicode table."""
     cids: dict[str, int] = {}
     for cid, char in sorted(CMapDB.get_unicode_map("Adobe-Japan1").cid2unichr.items()):
@@ -39,7 +39,7 @@ def _japan1_cids(text: str) -> list[int]:
     return [cids[char] for char in text]
 
 
-def _cid_font_pdf(pages: list[tuple[str, list[int]]], *, shared: bool = False) -> bytes:
+def cid_font_pdf(pages: list[tuple[str, list[int]]], *, shared: bool = False) -> bytes:
     """A PDF whose pages each draw CIDs in a CID font of the ordering given, without ToUnicode.
 
     With ``shared``, every page draws the first page's content stream with its font.
@@ -96,7 +96,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 def test_a_japan1_cid_font_without_tounicode_yields_its_japanese_text(tmp_path: Path) -> None:
     path = tmp_path / "slides.pdf"
-    path.write_bytes(_cid_font_pdf([("Japan1", _japan1_cids(JAPANESE))]))
+    path.write_bytes(cid_font_pdf([("Japan1", japan1_cids(JAPANESE))]))
     (pypdf_text,) = _pypdf_texts(path)
     assert pypdf_text != JAPANESE and looks_garbled(pypdf_text)  # what pypdf alone gives
     (doc,) = parsers.load(path)
@@ -108,7 +108,7 @@ def test_kana_that_pypdf_reads_as_greek_is_caught_by_its_font(tmp_path: Path) ->
     # Hiragana CIDs fall on Greek code points: the text alone passes for Greek words, the font
     # (Japan1 collection, no ToUnicode) shows it is not.
     path = tmp_path / "kana.pdf"
-    path.write_bytes(_cid_font_pdf([("Japan1", _japan1_cids(KANA))]))
+    path.write_bytes(cid_font_pdf([("Japan1", japan1_cids(KANA))]))
     (pypdf_text,) = _pypdf_texts(path)
     assert pypdf_text != KANA
     assert [doc.text for doc in parsers.load(path)] == [KANA]
@@ -118,8 +118,8 @@ def test_a_page_of_true_garbage_warns_and_indexes_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "deck.pdf"
-    pages = [("Japan1", _japan1_cids(JAPANESE)), ("Identity", GLYPH_IDS)]
-    path.write_bytes(_cid_font_pdf(pages))
+    pages = [("Japan1", japan1_cids(JAPANESE)), ("Identity", GLYPH_IDS)]
+    path.write_bytes(cid_font_pdf(pages))
     with caplog.at_level(logging.WARNING, logger="ragtools.parsers"):
         result = load_dir(tmp_path, workers=1)
     assert [(d.metadata["page"], d.text) for d in result.documents] == [(1, JAPANESE)]
@@ -133,8 +133,8 @@ def test_pages_split_over_workers_report_garbage_and_blank_pages_alike(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(importlib.import_module("ragtools.parsers._pool"), "SHARD_MIN_BYTES", 1)
-    pages = [("Japan1", _japan1_cids(JAPANESE)), ("Identity", GLYPH_IDS)] * 2
-    (tmp_path / "deck.pdf").write_bytes(_cid_font_pdf(pages))
+    pages = [("Japan1", japan1_cids(JAPANESE)), ("Identity", GLYPH_IDS)] * 2
+    (tmp_path / "deck.pdf").write_bytes(cid_font_pdf(pages))
     serial = load_dir(tmp_path, workers=1)
     with caplog.at_level(logging.WARNING, logger="ragtools.parsers"):
         pooled = load_dir(tmp_path, workers=2)
@@ -158,7 +158,7 @@ def test_pages_drawing_one_garbled_stream_are_reread_once(
 
     monkeypatch.setattr(pdf, "pdfminer_pages", counted)
     path = tmp_path / "shared.pdf"
-    path.write_bytes(_cid_font_pdf([("Japan1", _japan1_cids(JAPANESE))] * 20, shared=True))
+    path.write_bytes(cid_font_pdf([("Japan1", japan1_cids(JAPANESE))] * 20, shared=True))
     documents = parsers.load(path)
     assert [(d.metadata["page"], d.text) for d in documents] == [
         (page, JAPANESE) for page in range(1, 21)
@@ -171,7 +171,7 @@ def test_without_pdfminer_the_page_is_skipped_with_the_extra_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "pdfminer.high_level", None)  # import fails
     path = tmp_path / "slides.pdf"
-    path.write_bytes(_cid_font_pdf([("Japan1", _japan1_cids(JAPANESE))]))
+    path.write_bytes(cid_font_pdf([("Japan1", japan1_cids(JAPANESE))]))
     with caplog.at_level(logging.WARNING, logger="ragtools.parsers"):
         assert parsers.load(path) == []
     first, second = _warnings(caplog)
@@ -217,7 +217,7 @@ def test_real_text_in_many_scripts_is_not_garbage(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "".join(chr(cid) for cid in _japan1_cids(JAPANESE)),
+        "".join(chr(cid) for cid in japan1_cids(JAPANESE)),
         "".join(chr(gid) for gid in GLYPH_IDS),
         "(cid:288)(cid:1443)(cid:2535)(cid:689) (cid:1843)(cid:3137)",
         "\ue000\ue001\ue002\ue003 \ufffd\ufffd",
