@@ -6,14 +6,16 @@ code points: a Japanese page comes out as a run of Greek, Arabic, Thaana, Lao an
 characters, and searching it in Japanese finds nothing. pdfminer.six ships Adobe's CMaps
 (Japan1, GB1, CNS1, Korea1), so it maps the CIDs of a font whose ``/CIDSystemInfo`` names one
 of those orderings to Unicode without a ``/ToUnicode`` map. It is slower than pypdf, so it
-only re-reads the pages :func:`looks_garbled` flags.
+only re-reads the pages that need it: those drawn in such a font
+(:func:`uses_unmapped_cjk_font`, which catches kana that pypdf turns into passable Greek) and
+those whose text :func:`looks_garbled`.
 
 The test is script-based, since the wrong code points are real characters: a page is garbled
-when many of its characters are unassigned, private-use, controls or replacement characters,
-when its words mix scripts (a Japanese word mixes kanji and kana, which count as one script
-here; real words in other scripts do not mix), or when its letters scatter over many scripts
-with none dominating. Ordinary multilingual pages (a German text quoting Greek, an English
-page with Japanese examples) draw on one or two scripts for nearly all their letters.
+when many of its characters are unassigned, private-use, controls, replacement characters or
+leftover combining marks, or when, within runs without spaces, the script changes from one
+letter to the next (kanji and kana count as one script). Real text stays in one script for a
+word at least, so multilingual pages (English, Arabic, Russian, Chinese and Hebrew lines on one
+page, a German text quoting Greek, Japanese with Latin product names) pass.
 """
 
 from __future__ import annotations
