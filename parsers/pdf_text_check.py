@@ -109,8 +109,9 @@ def uses_unmapped_cjk_font(page: Any) -> bool:
             if font.get("/Subtype") != "/Type0" or "/ToUnicode" in font:
                 continue
             for descendant in font.get("/DescendantFonts", []):
-                info = descendant.get_object().get("/CIDSystemInfo", {}).get_object()
-                if str(info.get("/Ordering", "")) in _CJK_ORDERINGS:
+                info = descendant.get_object().get("/CIDSystemInfo")
+                ordering = info.get_object().get("/Ordering") if info is not None else None
+                if str(ordering) in _CJK_ORDERINGS:
                     return True
     except (KeyError, AttributeError, TypeError, ValueError):  # no or malformed resources
         return False
