@@ -179,7 +179,27 @@ def pdf_shared_stream(folder: Path, size: int, pages: int) -> Path:
     return path
 
 
+def html_tree(folder: Path, wide: int, deep: int) -> Path:
+    """``wide`` sibling paragraphs and ``deep`` nested divisions (the audit's quadratic cases)."""
+    path = folder / f"tree-{wide}-wide-{deep}-deep.html"
+    body = "<p>x</p>" * wide + "<div>" * deep + "z" + "</div>" * deep
+    path.write_text(f"<html><body>{body}</body></html>", encoding="utf-8")
+    return path
+
+
+def cid_pdf(folder: Path, pages: int) -> Path:
+    """``pages`` pages in a Japan1 CID font without ToUnicode: every page re-read by pdfminer."""
+    from tests.parsers.test_pdf_text_check import JAPANESE, cid_font_pdf, japan1_cids
+
+    path = folder / f"cid-font-{pages}-pages.pdf"
+    path.write_bytes(cid_font_pdf([("Japan1", japan1_cids(JAPANESE * 20))] * pages))
+    return path
+
+
 BOMBS: dict[str, Callable[[Path], Path]] = {
+    "html-40000-wide": lambda f: html_tree(f, 40_000, 0),
+    "html-200000-deep": lambda f: html_tree(f, 0, 200_000),
+    "pdf-cid-font-200-pages": lambda f: cid_pdf(f, 200),
     "pdf-4MB-stream-shared-by-20-pages": lambda f: pdf_shared_stream(f, 4 * MB, 20),
     "xlsx-1GB-sheet": lambda f: xlsx_sheet(f, 1024 * MB),
     "xlsx-1M-shared-cells": lambda f: xlsx_shared(f, 1_000_000),

@@ -152,7 +152,13 @@ def _work(
         if shards > 1:
             with time_budget(budget):
                 pages = pdf.extract_pages(Path(path), source, password, shard=shard, shards=shards)
-            answer["pages"] = [pages.n_pages, pages.no_text, pages.failed]
+            answer["pages"] = [
+                pages.n_pages,
+                pages.no_text,
+                pages.failed,
+                pages.blank,
+                pages.garbled,
+            ]
             documents = pages.documents
         else:
             documents = run_parser(get_parser(parser), Path(path), source, password, budget)
@@ -181,6 +187,8 @@ def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
         documents=documents,
         no_text=sorted(p for a in answers for p in a["pages"][1]),
         failed=sorted(p for a in answers for p in a["pages"][2]),
+        blank=sorted(p for a in answers for p in a["pages"][3]),
+        garbled=sorted(p for a in answers for p in a["pages"][4]),
     )
     try:
         return pdf.finish_pages(task.source, pages)

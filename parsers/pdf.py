@@ -10,9 +10,13 @@ Words hyphenated across a line break are joined, real compounds kept, on the evi
 the whole file's vocabulary (:mod:`parsers.dehyphenate`); that runs once all pages are in,
 in :func:`finish_pages`, so a PDF split over worker processes gets the same text.
 
-A page without extractable text is a scanned image: it yields no document, and one
-WARNING per file names the file and those pages (OCR is out of scope), so nothing is lost
-silently. A page whose extraction fails is skipped with a WARNING as well; only a file
+A page without extractable text yields no document, and one WARNING per file names the file
+and those pages, so nothing is lost silently: a page that draws images is a scanned image
+(OCR is out of scope), a page that draws nothing is blank. A page whose text is glyph ids read
+as code points (a CID font without a Unicode map) is re-read with pdfminer.six, which maps the
+CJK collections through Adobe's CMaps (:mod:`parsers.pdf_text_check`); if that is garbage too,
+or pdfminer.six is not installed, the page is skipped with a WARNING and nothing of it is
+indexed. A page whose extraction fails is skipped with a WARNING as well; only a file
 where every page fails, or that pypdf cannot open, raises :class:`ParseError`.
 """
 
@@ -29,6 +33,7 @@ from ragtools.parsers.dehyphenate import dehyphenate
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError, PasswordRequiredError
 from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.pdf_text_check import looks_garbled, pdfminer_pages, uses_unmapped_cjk_font
 from ragtools.parsers.registry import is_pdf, register_parser
 
 __all__ = ["PdfPages", "extract_pages", "finish_pages", "format_pages", "parse_pdf"]
@@ -108,7 +113,11 @@ class PdfPages:
     documents: list[Document] = field(default_factory=list)
     """One per page with text, in page order."""
     no_text: list[int] = field(default_factory=list)
-    """1-based pages without a text layer."""
+    """1-based pages without a text layer that draw images (scans)."""
+    blank: list[int] = field(default_factory=list)
+    """1-based pages that draw neither text nor images."""
+    garbled: list[int] = field(default_factory=list)
+    """1-based pages whose text is garbage however it is read."""
     failed: list[int] = field(default_factory=list)
     """1-based pages whose extraction raised."""
 
@@ -138,17 +147,33 @@ def extract_pages(
     labels = _labels(reader, n_pages)
     result = PdfPages(n_pages)
     extracted: dict[tuple[str, ...], str] = {}
+    texts: dict[int, str] = {}
+    suspects: dict[int, int] = {}  # garbled page -> the first page drawn from the same objects
+    first_garbled: dict[tuple[str, ...], int | None] = {}  # judged once per drawing
     for index in range(shard, n_pages, shards):
         try:
-            raw = _page_text(reader.pages[index], extracted)
+            page = reader.pages[index]
+            raw = _page_text(page, extracted)
         except Exception:
             logger.debug("%s: page %d: extraction failed", source, index + 1, exc_info=True)
             result.failed.append(index + 1)
             continue
         text = normalize_text(raw or "")
         if not text:
-            result.no_text.append(index + 1)
+            (result.no_text if _draws_images(page) else result.blank).append(index + 1)
             continue
+        key = _text_key(page)
+        if key not in first_garbled:
+            garbled = looks_garbled(text) or uses_unmapped_cjk_font(page)
+            first_garbled[key] = index if garbled else None
+        first = first_garbled[key]
+        if first is None:
+            texts[index] = text
+        else:
+            suspects[index] = first
+    if suspects:
+        texts.update(_reread(path, source, password, suspects, result))
+    for index in sorted(texts):
         metadata: dict[str, JsonValue] = {
             "source": source,
             "page": index + 1,
@@ -156,8 +181,48 @@ def extract_pages(
         }
         if title:
             metadata["title"] = title
-        result.documents.append(Document(text=text, metadata=metadata))
+        result.documents.append(Document(text=texts[index], metadata=metadata))
     return result
+
+
+def _draws_images(page: Any) -> bool:
+    """Whether a textless page draws images (a scan) rather than nothing (a blank page)."""
+    try:
+        return len(page.images) > 0
+    except Exception:  # unreadable image resources: still more likely a scan than blank
+        logger.debug("page images unreadable", exc_info=True)
+        return True
+
+
+def _reread(
+    path: Path, source: str, password: str | None, suspects: dict[int, int], result: PdfPages
+) -> dict[int, str]:
+    """Re-read with pdfminer.six the pages whose pypdf text is garbled; record the lost ones.
+
+    ``suspects`` maps each page to the first page drawn from the same objects: only that one
+    is re-read, for the reason :func:`_page_text` gives.
+    """
+    try:
+        reread = pdfminer_pages(path, sorted(set(suspects.values())), password)
+    except Exception:  # pdfminer gives up on some files pypdf reads: those pages stay lost
+        logger.debug("%s: pdfminer.six failed", source, exc_info=True)
+        reread = {}
+    if reread is None:
+        logger.warning(
+            "%s: page(s) %s use fonts without a Unicode map and pypdf reads them as garbage; "
+            'install pdfminer.six (pip install "ragtools[cjk]") to read them',
+            source,
+            format_pages([index + 1 for index in suspects]),
+        )
+        reread = {}
+    texts: dict[int, str] = {}
+    for index, first in suspects.items():
+        text = normalize_text(reread.get(first, ""))
+        if text and not looks_garbled(text):
+            texts[index] = text
+        else:
+            result.garbled.append(index + 1)
+    return texts
 
 
 def _page_text(page: Any, extracted: dict[tuple[str, ...], str]) -> str:
@@ -168,10 +233,14 @@ def _page_text(page: Any, extracted: dict[tuple[str, ...], str]) -> str:
     depends on, as the page refers to it: its content streams, its resources and its
     rotation (read raw, so references compare by object number).
     """
-    key = tuple(repr(dict.get(page, name)) for name in ("/Contents", "/Resources", "/Rotate"))
+    key = _text_key(page)
     if key not in extracted:
         extracted[key] = page.extract_text() or ""
     return extracted[key]
+
+
+def _text_key(page: Any) -> tuple[str, ...]:
+    return tuple(repr(dict.get(page, name)) for name in ("/Contents", "/Resources", "/Rotate"))
 
 
 def finish_pages(source: str, pages: PdfPages) -> list[Document]:
@@ -196,6 +265,15 @@ def finish_pages(source: str, pages: PdfPages) -> list[Document]:
             "so those pages yield no text",
             source,
             format_pages(pages.no_text),
+        )
+    if pages.blank:
+        logger.warning("%s: page(s) %s are blank", source, format_pages(pages.blank))
+    if pages.garbled:
+        logger.warning(
+            "%s: page(s) %s give only garbage (glyphs without a Unicode mapping); "
+            "nothing of them is indexed",
+            source,
+            format_pages(pages.garbled),
         )
     documents = sorted(pages.documents, key=_page_number)
     texts = dehyphenate([document.text for document in documents])

@@ -5,12 +5,9 @@ Decoding (:func:`decode_bytes`), in order:
 1. A byte-order mark decides (UTF-8, UTF-16 and UTF-32, either byte order).
 2. NUL bytes without a BOM mean binary content: :class:`ParseError`.
 3. Strict UTF-8 (most files, and the fast path).
-4. charset-normalizer for the rest. Its single best guess is unreliable on short texts
-   (a 5-character GBK string comes back as Korean cp949, French Latin-1 as Czech cp1250),
-   so among its candidates that decode with the least chaos and the best coherence we take
-   the most widely used encoding (:data:`PREFERRED_ENCODINGS`: GB18030 (a superset of GBK),
-   then Windows-1252/Latin-1, Shift-JIS, Big5, ...). A Korean text that GB18030 also
-   decodes cleanly is therefore read as Chinese: the price of getting GBK right.
+4. For the rest, :func:`parsers.encoding_guess.guess_encoding`: charset-normalizer's
+   candidates and the common single-byte code pages, ranked on a bounded sample by chaos,
+   plausible words (one script, sane letter case) and how widely each encoding is used.
 5. Decoded text with more than 1% control characters is binary content after all.
 
 Text files give one document; the text is normalised (:mod:`parsers.normalize`). A ``.rst``
@@ -26,6 +23,7 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from ragtools.parsers.document import Document
+from ragtools.parsers.encoding_guess import PREFERRED_ENCODINGS, guess_encoding
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.normalize import normalize_text
 from ragtools.parsers.outline import OUTLINE_KEY, rst_outline
@@ -41,34 +39,6 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF8, "utf-8-sig"),
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
-)
-
-#: Tie-break among charset-normalizer's equally good candidates: most used first.
-PREFERRED_ENCODINGS: tuple[str, ...] = (
-    "ascii",
-    "utf_8",
-    "gb18030",
-    "gbk",
-    "gb2312",
-    "cp1252",
-    "latin_1",
-    "iso8859_15",
-    "cp932",
-    "shift_jis",
-    "euc_jp",
-    "big5",
-    "big5hkscs",
-    "cp949",
-    "euc_kr",
-    "cp1251",
-    "koi8_r",
-    "cp1250",
-    "iso8859_2",
-    "cp1253",
-    "cp1254",
-    "cp1255",
-    "cp1256",
-    "cp874",
 )
 
 # Controls that text files contain; any other (NUL, ESC, ...) counts as a sign of binary data.
@@ -99,25 +69,6 @@ def _control_ratio(text: str) -> float:
     return controls / len(sample)
 
 
-def _detect(data: bytes) -> str | None:
-    from charset_normalizer import from_bytes
-
-    matches = list(from_bytes(data))
-    if not matches:
-        return None
-    least_chaos = min(m.chaos for m in matches)
-    close = [m for m in matches if m.chaos <= least_chaos + 0.01]
-    best_coherence = max(m.coherence for m in close)
-    tied = [m for m in close if m.coherence >= best_coherence - 0.05]
-    rank = {name: i for i, name in enumerate(PREFERRED_ENCODINGS)}
-    best_rank, best_encoding = len(rank), tied[0].encoding
-    for match in tied:
-        for encoding in match.could_be_from_charset or [match.encoding]:
-            if rank.get(encoding, len(rank)) < best_rank:
-                best_rank, best_encoding = rank[encoding], encoding
-    return str(best_encoding)
-
-
 def decode_bytes(data: bytes, path: str | Path) -> str:
     """Decode the bytes of a text file whose encoding is unknown (see module docstring).
 
@@ -145,7 +96,7 @@ def decode_bytes(data: bytes, path: str | Path) -> str:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            encoding = _detect(data)
+            encoding = guess_encoding(data)
             if encoding is None:
                 msg = "not text: binary content or an unrecognised character encoding"
                 raise ParseError(path, msg) from None

@@ -133,6 +133,18 @@ def _open(index: Path) -> IndexLoadError:
     return caught.value
 
 
+def test_a_json_file_over_the_size_limit_is_not_read(
+    index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtools.indexes import _persist
+
+    manifest = _version(index_dir) / "manifest.json"
+    limit = manifest.stat().st_size - 1  # the real limit is 1 GiB
+    monkeypatch.setattr(_persist, "MAX_JSON_BYTES", limit)
+    error = _open(index_dir)
+    assert error.path == str(manifest) and f"larger than {limit} bytes; not read" in str(error)
+
+
 def test_a_deeply_nested_manifest_is_a_load_error(index_dir: Path) -> None:
     (_version(index_dir) / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
     error = _open(index_dir)
@@ -208,7 +220,7 @@ def test_a_build_over_hostile_files_is_searchable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ragtools.parsers import office
-    from tests.parsers.test_hostile import _hostile_folder
+    from tests.parsers.test_hostile import HOSTILE_FOLDER_GOOD, _hostile_folder
 
     monkeypatch.setattr(office, "MAX_XML_BYTES", 256 * 1024)
     monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)
@@ -220,10 +232,12 @@ def test_a_build_over_hostile_files_is_searchable(
     left_out = [Path(f.path).name for f in index.failures]
     left_out += [Path(path).name for path, _ in index.skipped]  # empty and special files
     assert sorted(left_out) == bad
-    assert len({c.source for c in index.chunks}) == 3
+    assert sorted({os.fsencode(Path(c.source).name) for c in index.chunks}) == HOSTILE_FOLDER_GOOD
     reopened = Index.open(out)
     top = reopened.chunks[reopened.keyword_search("espresso pressure", 1)[0][0]]
     assert os.fsencode(top.source).endswith(b"caf\xe9.txt")
+    top = reopened.chunks[reopened.keyword_search("検索", 1)[0][0]]
+    assert top.source.endswith("deck.pdf") and top.text == "日本語の検索テスト"
     assert _tmp_left(out) == []
 
 

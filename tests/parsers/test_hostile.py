@@ -224,9 +224,30 @@ def test_text_produced_is_capped_when_cells_repeat_one_string(
 # ---- one folder with every kind of bad file --------------------------------------------------
 
 
+#: The good files of the hostile folder: each gives documents, bounded.
+HOSTILE_FOLDER_GOOD = [
+    b"bees.txt",
+    b"caf\xe9.txt",
+    b"deck.pdf",
+    b"shared.pdf",
+    b"tides.md",
+    b"tree.html",
+]
+
+
 def _hostile_folder(root: Path) -> list[str]:
-    """Good files and one of each bad kind; returns the bad files' names."""
+    """Good files (:data:`HOSTILE_FOLDER_GOOD`) and one of each bad kind; returns the bad
+    files' names."""
+    from tests.parsers.test_pdf_text_check import GLYPH_IDS, JAPANESE, cid_font_pdf, japan1_cids
+
     _good(root)
+    wide, deep = 4_000, 3_000
+    tree = "<p>x</p>" * wide + "<div>" * deep + "z" + "</div>" * deep
+    (root / "tree.html").write_text(f"<html><body>{tree}</body></html>", encoding="utf-8")
+    shared_stream_pdf(root / "shared.pdf", 20, b"BT /F1 12 Tf 72 720 Td (Shared words) Tj ET")
+    # a Japanese page in a CID font without ToUnicode, then a page of unmappable glyph ids
+    deck = [("Japan1", japan1_cids(JAPANESE)), ("Identity", GLYPH_IDS)]
+    (root / "deck.pdf").write_bytes(cid_font_pdf(deck))
     os.mkfifo(root / "pipe.txt")
     (root / "zero.txt").symlink_to("/dev/zero")
     (root / "empty.txt").write_bytes(b"")
@@ -248,8 +269,10 @@ def test_a_folder_of_hostile_files_returns_every_good_document(
     monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)
     bad = _hostile_folder(tmp_path)
     result = load_dir(tmp_path, workers=1)
-    good = sorted(os.fsencode(Path(d.source).name) for d in result.documents)
-    assert good == [b"bees.txt", b"caf\xe9.txt", b"tides.md"]
+    good = sorted({os.fsencode(Path(d.source).name) for d in result.documents})
+    assert good == HOSTILE_FOLDER_GOOD
+    deck = [(d.metadata["page"], d.text) for d in result.documents if d.source.endswith("deck.pdf")]
+    assert deck == [(1, "日本語の検索テスト")]  # the garbage page gives nothing
     failed = [Path(e.path).name for e in result.errors] + [Path(p).name for p, _ in result.skipped]
     assert sorted(failed) == bad
 

@@ -91,3 +91,11 @@ def test_an_mcp_result_naming_a_source_that_is_not_utf8_serialises(index: Path) 
     assert wire["structuredContent"]["hits"][0]["chunk"]["metadata"]["source"].endswith(
         "caf\\udce9.txt"
     )
+
+
+def test_an_undecodable_filter_byte_is_replaced(index: Path) -> None:
+    spec = b'{"source": "caf\xe9.txt"}'  # the bytes of the Latin-1 name, as a shell passes them
+    proc = rag("search", str(index), "espresso", "--mode", "keyword", "--json", "--filter", spec)
+    assert proc.returncode == 0 and proc.stderr == b""
+    # replaced by U+FFFD, so it names no stored source (those keep their escapes) and matches none
+    assert json.loads(proc.stdout) == []
