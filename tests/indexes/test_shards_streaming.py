@@ -99,3 +99,53 @@ def test_metadata_round_trips_through_the_spill(tmp_path: Path) -> None:
     sharded = Index.from_documents(iter(docs), tmp_path / "many", shards=2, vector=False)
     single = Index.from_documents(docs, tmp_path / "one", vector=False)
     assert [c.model_dump() for c in sharded.chunks] == [c.model_dump() for c in single.chunks]
+
+
+def test_a_sharded_index_opens_without_parsing_its_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtools.indexes import _chunk_file
+
+    Index.from_documents(
+        (document(i) for i in range(N_DOCS)), tmp_path / "many", shards=N_SHARDS, vector=False
+    )
+    single = Index.from_documents(
+        [document(i) for i in range(N_DOCS)], tmp_path / "one", vector=False
+    )
+    parsed = 0
+    real_chunk = _chunk_file._chunk
+
+    def counting_chunk(line: str) -> Any:
+        nonlocal parsed
+        parsed += 1
+        return real_chunk(line)
+
+    monkeypatch.setattr(_chunk_file, "_chunk", counting_chunk)
+    sharded = Index.open(tmp_path / "many")
+    assert parsed == 0 and len(sharded.chunks) == N_DOCS
+    hits = KeywordRetriever(sharded, k=3).invoke("theta kappa")
+    assert 0 < parsed < N_DOCS + 3 + 1  # the hits (and, once, the rows' chunk keys)
+    expected = KeywordRetriever(single, k=3).invoke("theta kappa")
+    assert [(h.chunk_id, h.score) for h in hits] == [(h.chunk_id, h.score) for h in expected]
+    assert sharded.chunks[-1] == single.chunks[-1] and sharded.chunks[2:5] == single.chunks[2:5]
+    with pytest.raises(IndexError):
+        sharded.chunks[N_DOCS]
+
+
+def test_chunk_file_reads_what_the_store_wrote(tmp_path: Path) -> None:
+    from ragtools.indexes._chunk_file import ChunkFile
+    from ragtools.indexes.store import read_chunks, write_chunks
+    from ragtools.parsers import IndexLoadError, split
+
+    chunks = split([document(i) for i in range(12)], chunk_size=20, chunk_overlap=0)
+    write_chunks(tmp_path / "chunks.jsonl", chunks)
+    lazy = ChunkFile(tmp_path / "chunks.jsonl")
+    assert list(lazy) == read_chunks(tmp_path / "chunks.jsonl") == chunks
+    assert lazy[-1] == chunks[-1] and lazy[3:7] == chunks[3:7] and len(lazy) == len(chunks)
+    write_chunks(tmp_path / "empty.jsonl", [])
+    assert len(ChunkFile(tmp_path / "empty.jsonl")) == 0
+    (tmp_path / "bad.jsonl").write_text('{"id": 1}\n', "utf-8")
+    with pytest.raises(IndexLoadError, match=r"bad\.jsonl.*line 1"):
+        ChunkFile(tmp_path / "bad.jsonl")[0]
+    with pytest.raises(IndexLoadError, match="missing"):
+        ChunkFile(tmp_path / "absent.jsonl")
