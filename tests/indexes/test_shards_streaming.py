@@ -41,9 +41,7 @@ def document(i: int) -> Document:
 def alive() -> int:
     """Documents of this test that some object still references."""
     gc.collect()
-    return sum(
-        1 for o in gc.get_objects() if isinstance(o, Document) and o.id.startswith("stream-")
-    )
+    return sum(1 for o in gc.get_objects() if type(o) is Document and o.id.startswith("stream-"))
 
 
 def test_documents_are_read_lazily_and_one_shard_is_held_at_a_time(
