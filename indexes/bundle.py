@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes._chunk_file import ChunkFile
 from ragtools.indexes._persist import read_manifest
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.doc_texts import DocumentTexts
@@ -289,8 +290,12 @@ def _check_tracked(path: Path, manifest: dict[str, Any]) -> None:
         raise IndexLoadError(path, "invalid or missing counts")
 
 
-def load_state(directory: Path, *, mmap: bool) -> IndexState:
-    """Read and check one version directory (manifest first, then every half)."""
+def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> IndexState:
+    """Read and check one version directory (manifest first, then every half).
+
+    ``lazy_chunks`` maps the chunk store and parses a chunk when read (a shard's, so that a
+    sharded index's memory does not grow with its chunks; see :mod:`indexes._chunk_file`).
+    """
     manifest = migrate(
         read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True)
     )
@@ -299,7 +304,7 @@ def load_state(directory: Path, *, mmap: bool) -> IndexState:
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexLoadError(directory / MANIFEST, f"invalid settings ({exc})") from exc
     _check_tracked(directory / MANIFEST, manifest)
-    chunks = read_chunks(directory / CHUNKS)
+    chunks = ChunkFile(directory / CHUNKS) if lazy_chunks else read_chunks(directory / CHUNKS)
     expected = manifest.get("counts", {}).get("chunks")
     if expected != len(chunks):
         msg = f"row counts disagree: manifest says {expected}, {CHUNKS} has {len(chunks)}"

@@ -5,11 +5,13 @@ cluster started on this machine and a real cluster (``address="ray://head:10001"
 ``"auto"`` on a node of it). Nothing here schedules, retries or transfers data by itself;
 Ray does.
 
-* **Build**: :func:`build_on_ray` runs :func:`~indexes.shard_writer.build_shard` once per
-  shard as a Ray task (parse, split, BM25, embed, write the shard's bundle). The tasks write
-  to the index directory, so on a real cluster it must be a path every node reaches (a shared
-  file system). Each task returns only what the driver merges (counts, rows per file), and the
-  driver writes the global statistics and the top manifest.
+* **Build**: from files, :func:`indexes.ray_build.build_files_on_ray` runs the build on
+  Ray Data (parse and split in tasks, embed in an actor pool on GPUs or CPUs, one write task
+  per shard). From documents, :func:`build_on_ray` runs
+  :func:`~indexes.shard_writer.build_shard` once per shard as a Ray task, each reading its
+  shard's documents from the build's staging files. Either way the shards are written to the
+  index directory, so on a real cluster it must be a path every node reaches (a shared file
+  system), and the driver merges the global statistics and writes the top manifest.
 * **Serve**: :func:`serve_on_ray` starts one :class:`ShardActor` per shard; each opens its
   shard (scoring BM25 with the global statistics) and answers the shard's top ``k``. A query
   fans out to every actor at once and the caller merges, exactly as the in-process threads do

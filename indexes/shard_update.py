@@ -81,7 +81,7 @@ def update_sharded(
             built.append(
                 _unchanged(work, shard, kept_failures, {f: prints[f] for f in by_shard[s]})
             )
-    units = [(f, shard_of(f, n)) for f in files]
+    units = [shard_of(f, n) for f in files]
     tracked = {"sources": roots, "meta": index.meta}
     fresh = finish(index.path, index.settings, built, units, tracked, index._base_embedder)
     index.state, index.shards, index.version_dir = fresh.state, fresh.shards, fresh.version_dir

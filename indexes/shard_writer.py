@@ -25,6 +25,7 @@ import numpy as np
 
 from ragtools.indexes._bm25_global import GlobalStats, ShardCounts
 from ragtools.indexes._persist import read_json, write_json, write_manifest
+from ragtools.indexes._shard_spill import read_spill, spill, staging
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.settings import IndexSettings
@@ -62,6 +63,7 @@ class ShardWork:
     pinned: str | None = None  # the shard version the live top version names
     password: str | None = field(default=None, repr=False)  # for encrypted PDFs, never saved
     source_root: str | None = None  # chunk sources are relative to it, as in one index
+    spill: str | None = None  # a file of the shard's documents (indexes._shard_spill)
 
 
 @dataclass(frozen=True)
@@ -145,17 +147,21 @@ def build_shard(work: ShardWork, embedder: Embedder | None = None) -> BuiltShard
         prints = {f: fingerprint(p) for f, p in zip(work.files, paths, strict=True)}
         texts = {d.id: d.text for docs in by_file.values() for d in docs}
         return commit_shard(work, units, embedder, failures, prints, texts)
-    units = chunk_units([[d] for d in work.documents], settings)
-    return commit_shard(work, units, embedder, [], {}, {d.id: d.text for d in work.documents})
+    documents = list(read_spill(work.spill)) if work.spill else work.documents
+    units = chunk_units([[d] for d in documents], settings)
+    return commit_shard(work, units, embedder, [], {}, {d.id: d.text for d in documents})
 
 
 def _run(
     works: Sequence[ShardWork], embedder: Embedder | None, engine: str, address: str | None
 ) -> list[BuiltShard]:
     if engine == "ray":
+        from ragtools.indexes.ray_build import build_files_on_ray
         from ragtools.indexes.ray_shards import build_on_ray
 
-        return build_on_ray(works, embedder, address)
+        if any(w.spill or w.documents for w in works):  # documents: one Ray task per shard
+            return build_on_ray(works, embedder, address)
+        return build_files_on_ray(works, embedder, address)
     if engine != "local":
         msg = f"unknown engine {engine!r}; use 'local' or 'ray'"
         raise ConfigError(msg)
@@ -222,7 +228,7 @@ def build_sharded(
         for s in range(n)
     ]
     built = _run(works, embedder, engine, address)
-    units = [(f, shard_of(f, n)) for f in files]
+    units = [shard_of(f, n) for f in files]
     index = finish(path, resolved, built, units, {"sources": roots, "meta": {}}, embedder)
     logger.info(
         "built %s: %d shards, %d files, %d chunks in %.1fs",
@@ -244,19 +250,22 @@ def documents_sharded(
     address: str | None = None,
     **overrides: Any,
 ) -> ShardedIndex:
-    """Index already-parsed documents in shards (by a hash of each document's id)."""
+    """Index already-parsed documents in shards (by a hash of each document's id).
+
+    The documents are read once, lazily, and routed to per-shard files; then the shards are
+    built one by one from those files, so only one shard's documents are ever in memory.
+    """
     del show_progress
     n = _check_shards(shards)
     resolved = _settings(path, settings, overrides)
-    docs = list(documents)
-    by_shard: list[list[Document]] = [[] for _ in range(n)]
-    units = [(d.id, shard_of(d.id, n)) for d in docs]
-    for doc, (_, s) in zip(docs, units, strict=True):
-        by_shard[s].append(doc)
     blob = resolved.model_dump(mode="json")
     pins = _pins(path, n)
-    works = [ShardWork(str(path), s, blob, documents=by_shard[s], pinned=pins[s]) for s in range(n)]
-    built = _run(works, embedder, engine, address)
+    with staging(path) as directory:
+        units, files = spill(documents, directory, n)
+        works = [
+            ShardWork(str(path), s, blob, pinned=pins[s], spill=str(files[s])) for s in range(n)
+        ]
+        built = _run(works, embedder, engine, address)
     return finish(path, resolved, built, units, {"sources": [], "meta": dict(meta or {})}, embedder)
 
 
@@ -265,23 +274,30 @@ def _pins(path: str | Path, n: int) -> list[str | None]:
     return [pinned[s] if s < len(pinned) else None for s in range(n)]
 
 
-def _place(units: Sequence[tuple[str, int]], built: Sequence[BuiltShard]) -> list[np.ndarray]:
-    """Global rows of every shard's chunks: units in global order, each shard's in its own."""
-    taken = [iter(b.unit_chunks) for b in built]
-    rows: list[list[np.ndarray]] = [[] for _ in built]
-    start = 0
-    for _, s in units:
-        count = next(taken[s])
-        rows[s].append(np.arange(start, start + count, dtype=np.int64))
-        start += count
-    return [np.concatenate(r) if r else np.zeros(0, np.int64) for r in rows]
+def _place(units: Sequence[int] | np.ndarray, built: Sequence[BuiltShard]) -> list[np.ndarray]:
+    """Global rows of every shard's chunks: ``units`` (the shard of each file or document, in
+    global order) laid out with their chunk counts, each shard's in its own order."""
+    shard_of_unit = np.asarray(units, dtype=np.int64).reshape(-1)
+    counts = np.zeros(len(shard_of_unit), np.int64)
+    masks = [shard_of_unit == s for s in range(len(built))]
+    for mask, b in zip(masks, built, strict=True):
+        counts[mask] = b.unit_chunks
+    starts = np.cumsum(counts) - counts
+    rows = []
+    for mask in masks:
+        held, first = counts[mask], starts[mask]
+        within = np.arange(int(held.sum()), dtype=np.int64) - np.repeat(
+            np.cumsum(held) - held, held
+        )
+        rows.append(np.repeat(first, held) + within)
+    return rows
 
 
 def finish(
     path: str | Path,
     settings: IndexSettings,
     built: Sequence[BuiltShard],
-    units: Sequence[tuple[str, int]],
+    units: Sequence[int] | np.ndarray,
     tracked: dict[str, Any],
     embedder: Embedder | None,
 ) -> ShardedIndex:

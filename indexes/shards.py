@@ -46,6 +46,7 @@ import numpy.typing as npt
 
 from ragtools.indexes._bm25_global import GlobalStats, with_global_stats
 from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes._chunk_file import ShardedChunks
 from ragtools.indexes._persist import read_json, read_manifest
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.bundle import Index, IndexState, load_state
@@ -164,7 +165,7 @@ def open_shard(
             msg = "the shard version named by the top manifest is missing"
             raise IndexLoadError(directory, msg)
         try:
-            state = load_state(directory, mmap=mmap)
+            state = load_state(directory, mmap=mmap, lazy_chunks=mmap)
         except OSError as exc:
             raise IndexLoadError(directory, f"unreadable ({exc})") from exc
     if state.bm25 is None or scoring is None:
@@ -271,14 +272,8 @@ def sharded_state(
     search: ShardSearch | None = None,
 ) -> IndexState:
     """The state a search sees: every chunk in global row order, and merged halves."""
-    n_rows = sum(len(s.global_rows) for s in shards)
-    chunks: list[Chunk | None] = [None] * n_rows
-    for shard in shards:
-        if shard.state is not None:
-            for row, chunk in zip(shard.global_rows.tolist(), shard.state.chunks, strict=True):
-                chunks[row] = chunk
-    if any(c is None for c in chunks):
-        raise IndexLoadError(SHARDS_MANIFEST, "the shards' rows do not cover the index")
+    parts = [(s.state.chunks if s.state is not None else [], s.global_rows) for s in shards]
+    chunks = ShardedChunks(parts, SHARDS_MANIFEST)
     merged = _Merged(shards, search or ThreadSearch(shards))
     bm25 = vector = None
     if merged.shards and settings.keyword:

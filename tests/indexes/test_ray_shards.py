@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 import ray
 
 from ragtools.indexes.bundle import Index
+from ragtools.indexes.ray_build import embed_resources
 from ragtools.indexes.ray_shards import serve_on_ray
 from ragtools.indexes.shards import ShardedIndex
 from ragtools.indexes.testing import FakeEmbedder
@@ -42,11 +44,15 @@ def _shard_manifests(index: ShardedIndex) -> list[dict[str, object]]:
     return out
 
 
-def test_ray_build_equals_local_build(local_cluster: None, corpus: Path, tmp_path: Path) -> None:
+def test_ray_build_equals_local_build(
+    local_cluster: None, corpus: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     embedder = FakeEmbedder(dim=32)
     options = {"shards": 3, "embedder": embedder, **settings()}
     local = Index.build([corpus], tmp_path / "local", **options)
-    on_ray = Index.build([corpus], tmp_path / "ray", engine="ray", **options)
+    with caplog.at_level(logging.INFO, logger="ragtools.indexes.ray_build"):
+        on_ray = Index.build([corpus], tmp_path / "ray", engine="ray", **options)
+    assert "with Ray Data" in caplog.text  # parsed in tasks, embedded in the actor pool
     assert isinstance(local, ShardedIndex) and isinstance(on_ray, ShardedIndex)
     assert [c.id for c in on_ray.chunks] == [c.id for c in local.chunks]
     stats = [json.loads((i.version_dir / "global_bm25.json").read_text()) for i in (local, on_ray)]
@@ -78,6 +84,33 @@ def test_ray_actors_serve_what_threads_serve(
                     assert expected == hits_of(single, query, mode, flt)
     finally:
         search.close()
+
+
+def test_ray_documents_build_equals_local_build(local_cluster: None, tmp_path: Path) -> None:
+    from tests.indexes.test_shards_streaming import document
+
+    docs = [document(i) for i in range(40)]
+    local = Index.from_documents(docs, tmp_path / "local", shards=3, vector=False)
+    on_ray = Index.from_documents(
+        iter(docs), tmp_path / "ray", shards=3, vector=False, engine="ray"
+    )
+    assert isinstance(local, ShardedIndex) and isinstance(on_ray, ShardedIndex)
+    assert [c.id for c in on_ray.chunks] == [c.id for c in local.chunks]
+    assert _shard_manifests(on_ray) == _shard_manifests(local)
+
+
+class _Cluster:
+    def __init__(self, resources: dict[str, float]) -> None:
+        self.resources = resources
+
+    def cluster_resources(self) -> dict[str, float]:
+        return self.resources
+
+
+def test_the_embedding_pool_asks_for_gpus_when_the_cluster_has_them() -> None:
+    assert embed_resources(_Cluster({"CPU": 16.0, "GPU": 4.0})) == {"num_gpus": 1, "concurrency": 4}
+    assert embed_resources(_Cluster({"CPU": 8.0})) == {"num_cpus": 1, "concurrency": 7}
+    assert embed_resources(_Cluster({"CPU": 1.0})) == {"num_cpus": 1, "concurrency": 1}
 
 
 def test_without_ray_the_extra_is_named(

@@ -1,0 +1,123 @@
+"""Chunks read on demand, for shards: a shard's chunk store mapped, and a sharded index's rows.
+
+A search needs the chunks of its hits, not all of them. Parsed, a chunk costs some two
+kilobytes of Python objects, so holding every chunk of ten million makes opening an index
+cost tens of gigabytes. A shard therefore maps its ``chunks.jsonl`` (:class:`ChunkFile`): it
+keeps where each line starts (8 bytes a row) and parses a line when asked for it. The file
+is the one the version's sealed manifest checked the SHA-256 of at open, so what it parses
+is what was written. :class:`ShardedChunks` gives a sharded index's rows in global order
+from its shards' (the shard and the shard's row of each global row: 12 bytes a row).
+
+Going over every chunk (a filter on metadata, or the first fusion's chunk keys) parses
+every line once per pass: slower than a list, but in constant memory.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import overload
+
+import numpy as np
+
+from ragtools.indexes.store import _chunk
+from ragtools.parsers.document import Chunk
+from ragtools.parsers.errors import IndexLoadError
+
+__all__ = ["ChunkFile", "ShardedChunks"]
+
+_BLOCK = 1 << 26  # line ends are found a block at a time
+
+
+class ChunkFile(Sequence[Chunk]):
+    """The chunks of one chunk store (see :mod:`indexes.store`), parsed when read.
+
+    Raises:
+        IndexLoadError: the file is missing or unreadable.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            with open(self.path, "rb") as handle:
+                size = self.path.stat().st_size
+                self._data: mmap.mmap | bytes = (
+                    mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                )
+        except FileNotFoundError as exc:
+            raise IndexLoadError(self.path, "file is missing") from exc
+        except OSError as exc:
+            raise IndexLoadError(self.path, f"not readable ({exc})") from exc
+        ends = [
+            np.flatnonzero(np.frombuffer(self._data[at : at + _BLOCK], np.uint8) == 0x0A) + at
+            for at in range(0, size, _BLOCK)
+        ]
+        self._ends = np.concatenate(ends) if ends else np.zeros(0, np.int64)
+        self._starts = np.r_[np.int64(0), self._ends[:-1] + 1].astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, row: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, row: slice) -> list[Chunk]: ...
+    def __getitem__(self, row: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        row = range(len(self))[row]  # negative rows, and IndexError past the end
+        line = self._data[int(self._starts[row]) : int(self._ends[row])]
+        try:
+            return _chunk(bytes(line).decode("utf-8"))
+        except ValueError as exc:
+            msg = f"line {row + 1} is not a valid chunk ({exc})"
+            raise IndexLoadError(self.path, msg) from exc
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for row in range(len(self)):
+            yield self[row]
+
+
+class ShardedChunks(Sequence[Chunk]):
+    """A sharded index's chunks in global row order, read from its shards' chunks.
+
+    Args:
+        parts: each shard's chunks and the global row of each of them.
+
+    Raises:
+        IndexLoadError: the shards' rows do not cover ``0 .. n-1`` exactly once.
+    """
+
+    def __init__(self, parts: Sequence[tuple[Sequence[Chunk], np.ndarray]], where: str) -> None:
+        self._parts = [chunks for chunks, _ in parts]
+        n = sum(len(rows) for _, rows in parts)
+        self._owner = np.full(n, -1, np.int32)
+        self._local = np.zeros(n, np.int64)
+        try:
+            for number, (_, rows) in enumerate(parts):
+                if np.any(self._owner[rows] >= 0):
+                    raise IndexError(number)
+                self._owner[rows] = number
+                self._local[rows] = np.arange(len(rows), dtype=np.int64)
+        except IndexError:
+            raise IndexLoadError(where, "the shards' rows do not cover the index") from None
+        if np.any(self._owner < 0):
+            raise IndexLoadError(where, "the shards' rows do not cover the index")
+
+    def __len__(self) -> int:
+        return len(self._owner)
+
+    @overload
+    def __getitem__(self, row: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, row: slice) -> list[Chunk]: ...
+    def __getitem__(self, row: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        row = range(len(self))[row]
+        return self._parts[int(self._owner[row])][int(self._local[row])]
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for row in range(len(self)):
+            yield self[row]

@@ -1,0 +1,149 @@
+"""A sharded build from documents holds one shard's documents at a time, never all of them."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragtools.indexes import shard_writer
+from ragtools.indexes.bundle import Index
+from ragtools.indexes.shards import ShardedIndex, shard_of
+from ragtools.parsers import Document
+from ragtools.retrieval.keyword import KeywordRetriever
+
+N_DOCS = 80
+N_SHARDS = 4
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+]
+
+
+def document(i: int) -> Document:
+    words = [WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(5 + i % 9)]
+    return Document(id=f"stream-{i:03d}", text=" ".join(words), metadata={"n": i})
+
+
+def alive() -> int:
+    """Documents of this test that some object still references."""
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is Document and o.id.startswith("stream-"))
+
+
+def test_documents_are_read_lazily_and_one_shard_is_held_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    yielded = 0
+
+    def documents() -> Iterator[Document]:
+        nonlocal yielded
+        for i in range(N_DOCS):
+            yielded += 1
+            yield document(i)
+
+    # While a shard is split, the documents alive are that shard's: the others are on disk.
+    held: list[tuple[int, int]] = []
+    real_chunk_units = shard_writer.chunk_units
+
+    def counting_chunk_units(units: Any, settings: Any) -> Any:
+        held.append((alive(), len(units)))
+        return real_chunk_units(units, settings)
+
+    monkeypatch.setattr(shard_writer, "chunk_units", counting_chunk_units)
+    stream = documents()
+    sharded = Index.from_documents(stream, tmp_path / "many", shards=N_SHARDS, vector=False)
+    assert yielded == N_DOCS and next(stream, None) is None  # the iterator was read once
+    per_shard = [
+        sum(shard_of(f"stream-{i:03d}", N_SHARDS) == s for i in range(N_DOCS))
+        for s in range(N_SHARDS)
+    ]
+    assert [n for _, n in held] == per_shard
+    assert [a for a, _ in held] == per_shard  # never more than the shard being built
+    assert max(per_shard) < N_DOCS
+    assert not list((tmp_path / "many" / "shards").glob(".staging-*"))  # spill files removed
+
+    # ... and the result is one index's.
+    monkeypatch.undo()
+    single = Index.from_documents(
+        (document(i) for i in range(N_DOCS)), tmp_path / "one", vector=False
+    )
+    assert isinstance(sharded, ShardedIndex)
+    assert [c.id for c in sharded.chunks] == [c.id for c in single.chunks]
+    for query in ("alpha beta", "theta kappa mu", "zeta"):
+        expected = [(h.chunk_id, h.score) for h in KeywordRetriever(single, k=10).invoke(query)]
+        got = [(h.chunk_id, h.score) for h in KeywordRetriever(sharded, k=10).invoke(query)]
+        assert got == expected
+
+
+def test_metadata_round_trips_through_the_spill(tmp_path: Path) -> None:
+    docs = [
+        Document(id="a", text="first text here", metadata={"x": 0.1, "tags": ["p", "q"]}),
+        Document(id="b", text="second text", metadata={"nested": {"k": None}, "n": 2**40}),
+    ]
+    sharded = Index.from_documents(iter(docs), tmp_path / "many", shards=2, vector=False)
+    single = Index.from_documents(docs, tmp_path / "one", vector=False)
+    assert [c.model_dump() for c in sharded.chunks] == [c.model_dump() for c in single.chunks]
+
+
+def test_a_sharded_index_opens_without_parsing_its_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragtools.indexes import _chunk_file
+
+    Index.from_documents(
+        (document(i) for i in range(N_DOCS)), tmp_path / "many", shards=N_SHARDS, vector=False
+    )
+    single = Index.from_documents(
+        [document(i) for i in range(N_DOCS)], tmp_path / "one", vector=False
+    )
+    parsed = 0
+    real_chunk = _chunk_file._chunk
+
+    def counting_chunk(line: str) -> Any:
+        nonlocal parsed
+        parsed += 1
+        return real_chunk(line)
+
+    monkeypatch.setattr(_chunk_file, "_chunk", counting_chunk)
+    sharded = Index.open(tmp_path / "many")
+    assert parsed == 0 and len(sharded.chunks) == N_DOCS
+    hits = KeywordRetriever(sharded, k=3).invoke("theta kappa")
+    assert 0 < parsed < N_DOCS + 3 + 1  # the hits (and, once, the rows' chunk keys)
+    expected = KeywordRetriever(single, k=3).invoke("theta kappa")
+    assert [(h.chunk_id, h.score) for h in hits] == [(h.chunk_id, h.score) for h in expected]
+    assert sharded.chunks[-1] == single.chunks[-1] and sharded.chunks[2:5] == single.chunks[2:5]
+    with pytest.raises(IndexError):
+        sharded.chunks[N_DOCS]
+
+
+def test_chunk_file_reads_what_the_store_wrote(tmp_path: Path) -> None:
+    from ragtools.indexes._chunk_file import ChunkFile
+    from ragtools.indexes.store import read_chunks, write_chunks
+    from ragtools.parsers import IndexLoadError, split
+
+    chunks = split([document(i) for i in range(12)], chunk_size=20, chunk_overlap=0)
+    write_chunks(tmp_path / "chunks.jsonl", chunks)
+    lazy = ChunkFile(tmp_path / "chunks.jsonl")
+    assert list(lazy) == read_chunks(tmp_path / "chunks.jsonl") == chunks
+    assert lazy[-1] == chunks[-1] and lazy[3:7] == chunks[3:7] and len(lazy) == len(chunks)
+    write_chunks(tmp_path / "empty.jsonl", [])
+    assert len(ChunkFile(tmp_path / "empty.jsonl")) == 0
+    (tmp_path / "bad.jsonl").write_text('{"id": 1}\n', "utf-8")
+    with pytest.raises(IndexLoadError, match=r"bad\.jsonl.*line 1"):
+        ChunkFile(tmp_path / "bad.jsonl")[0]
+    with pytest.raises(IndexLoadError, match="missing"):
+        ChunkFile(tmp_path / "absent.jsonl")
