@@ -25,8 +25,6 @@ from ragtools.indexes.store import _chunk
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import IndexLoadError
 
-__all__ = ["ChunkFile", "ShardedChunks"]
-
 _BLOCK = 1 << 26  # line ends are found a block at a time
 
 

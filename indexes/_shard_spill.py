@@ -29,8 +29,6 @@ from pydantic_core import PydanticSerializationError
 from ragtools.indexes.shards import shard_of
 from ragtools.parsers.document import Document, json_text
 
-__all__ = ["read_spill", "spill", "staging"]
-
 STAGING_PREFIX = ".staging-"
 
 

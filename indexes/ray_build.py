@@ -59,8 +59,8 @@ def parse_and_split(
     source_root: str | None,
     password: str | None,
 ) -> dict[str, Any]:
-    """Ray Data task: parse a batch of files and split them; one row per file, its chunks
-    (and its failure, if any) as JSON."""
+    """Ray Data task: parse a batch of files and split them; one row per file, its chunks,
+    its documents' texts (by id) and its failure, if any, as JSON."""
     files = [str(f) for f in batch["file"]]
     paths = [Path(f) for f in files]
     root = Path(source_root) if source_root else None
@@ -74,6 +74,7 @@ def parse_and_split(
         "unit": batch["unit"],
         "file": files,
         "chunks": [json.dumps([_chunk_json(c) for c in unit]) for unit in units],
+        "texts": [json.dumps({d.id: d.text for d in parsed.by_file.get(f, [])}) for f in files],
         "failure": [json.dumps(failed.get(f)) for f in files],
         "fingerprint": [json.dumps(fingerprint(p)) for p in paths],
     }
@@ -161,7 +162,8 @@ def _write_shard(
                 found[bytes(keys[32 * i : 32 * (i + 1)])] = vector
         if found:
             shard_embedder = Precomputed(embedder, found, dim)
-    built = commit_shard(work, units, shard_embedder, failures, prints)
+    texts = {k: v for row in group["texts"] for k, v in json.loads(row).items()}
+    built = commit_shard(work, units, shard_embedder, failures, prints, texts)
     return {"shard": [work.number], "built": [json.dumps(_built_json(built))]}
 
 
