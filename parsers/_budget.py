@@ -1,4 +1,5 @@
-"""The per-file time budget: a parse that runs longer is stopped and becomes a ``ParseError``.
+"""The per-file budgets: a parse that runs longer than its time, or produces more text than
+:data:`MAX_TEXT_CHARS`, is stopped and becomes a ``ParseError``.
 
 A crafted file can keep a parser busy for minutes (a PDF whose one big content stream is
 shared by every page, a deeply nested document), so no single file may hold a batch up.
@@ -23,9 +24,39 @@ import time
 from collections.abc import Iterator
 from types import FrameType
 
+from ragtools.parsers.errors import ParseError
+
 DEFAULT_TIME_BUDGET = 30.0
 """Seconds one file may take to parse; the longest real file seen (a 117-page PDF) takes
 a fraction of that."""
+
+
+MAX_TEXT_CHARS = 20_000_000
+"""Characters of text one file may produce (some 10,000 pages): a small file that repeats
+one string or drawing (shared cells, one content stream drawn by every page) cannot grow
+into gigabytes of text."""
+
+
+class TextLimit:
+    """Counts the characters one file produces and stops it past :data:`MAX_TEXT_CHARS`."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.used = 0
+
+    def add(self, text: str) -> str:
+        self.count(len(text))
+        return text
+
+    def count(self, characters: int) -> None:
+        """Raises: ParseError: past the limit."""
+        self.used += characters
+        if self.used > MAX_TEXT_CHARS:
+            msg = (
+                f"produced more than {MAX_TEXT_CHARS} characters of text, the limit per "
+                "file (the same content repeated many times?); parsing was stopped"
+            )
+            raise ParseError(self.source, msg)
 
 
 class BudgetExceeded(BaseException):

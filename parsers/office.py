@@ -23,8 +23,9 @@ So before a library opens the package, the sizes its zip directory declares are 
 (:data:`MAX_UNZIPPED_BYTES` for all members, :data:`MAX_XML_BYTES` for the XML that
 python-docx and python-pptx parse into whole trees; openpyxl streams a sheet); while
 inflating, :mod:`zipfile` stops at the declared size (a member that lies fails its CRC
-check); and the text produced is counted as it grows, up to :data:`MAX_TEXT_CHARS`. Each
-limit is a ``ParseError`` naming the file and the limit.
+check); and the text produced is counted as it grows, up to
+:data:`parsers._budget.MAX_TEXT_CHARS`. Each limit is a ``ParseError`` naming the file and
+the limit.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from ragtools.parsers._budget import TextLimit
 from ragtools.parsers._optional import require
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError
@@ -59,8 +61,6 @@ MAX_XML_BYTES = 32 * 1024 * 1024
 of about 18 times their size in memory when the XML is tiny elements (120 MB of one-word
 paragraphs peaked at 2.1 GB): at this limit a file stays under 1 GB. A 1,000-page book's
 ``document.xml`` is some 10 MB."""
-MAX_TEXT_CHARS = 20_000_000
-"""Characters of text one file may produce (some 10,000 pages)."""
 
 
 def _check_package(path: Path, source: str, kind: str) -> None:
@@ -84,27 +84,6 @@ def _check_package(path: Path, source: str, kind: str) -> None:
                 "(a decompression bomb?); the file was not opened"
             )
             raise ParseError(source, msg)
-
-
-class _TextLimit:
-    """Counts the characters a file produces and stops it past :data:`MAX_TEXT_CHARS`."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.used = 0
-
-    def add(self, text: str) -> str:
-        self.count(len(text))
-        return text
-
-    def count(self, characters: int) -> None:
-        self.used += characters
-        if self.used > MAX_TEXT_CHARS:
-            msg = (
-                f"produced more than {MAX_TEXT_CHARS} characters of text, the limit per "
-                "file (cells or parts repeated many times?); parsing was stopped"
-            )
-            raise ParseError(self.source, msg)
 
 
 def _open(loader: Any, path: Path, source: str, kind: str) -> Any:
@@ -156,7 +135,10 @@ def parse_docx(path: Path, *, source: str, password: str | None = None) -> list[
     document = _open(docx.Document, path, source, "DOCX")
     blocks: list[tuple[str, int]] = []
     heading: str | None = None
-    limit = _TextLimit(source)
+    limit = TextLimit(source)
+    # Style names by id, read once: python-docx's ``paragraph.style`` scans every style of
+    # the document for each paragraph without one (a million tiny paragraphs: minutes).
+    names = {style.style_id: style.name for style in document.styles}
     for block in document.iter_inner_content():
         if hasattr(block, "rows"):
             rows = [limit.add(row) for row in _docx_table_rows(block)]
@@ -166,8 +148,8 @@ def parse_docx(path: Path, *, source: str, password: str | None = None) -> list[
         text = limit.add(block.text.strip())
         if not text:
             continue
-        style = getattr(getattr(block, "style", None), "name", "") or ""
-        level = _heading_level(style)
+        style_id = block._p.style  # None: the default paragraph style (body text)
+        level = _heading_level(names.get(style_id) or "" if style_id else "")
         blocks.append((text, level))
         if heading is None and level:
             heading = text
@@ -206,7 +188,7 @@ def parse_pptx(path: Path, *, source: str, password: str | None = None) -> list[
     deck = _open(pptx.Presentation, path, source, "PPTX")
     deck_title = normalize_text(deck.core_properties.title or "")
     documents: list[Document] = []
-    limit = _TextLimit(source)
+    limit = TextLimit(source)
     for number, slide in enumerate(deck.slides, start=1):
         parts = [limit.add(t.strip()) for t in _shape_texts(slide.shapes)]
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
@@ -251,7 +233,7 @@ def parse_xlsx(path: Path, *, source: str, password: str | None = None) -> list[
     try:
         book_title = normalize_text(workbook.properties.title or "")
         documents: list[Document] = []
-        limit = _TextLimit(source)
+        limit = TextLimit(source)
         for index, sheet in enumerate(workbook.worksheets, start=1):
             lines = []
             for row in sheet.iter_rows(values_only=True):

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from ragtools.parsers._budget import TextLimit
 from ragtools.parsers.dehyphenate import dehyphenate
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError, PasswordRequiredError
@@ -150,6 +151,7 @@ def extract_pages(
     texts: dict[int, str] = {}
     suspects: dict[int, int] = {}  # garbled page -> the first page drawn from the same objects
     first_garbled: dict[tuple[str, ...], int | None] = {}  # judged once per drawing
+    limit = TextLimit(source)  # this share of the pages; finish_pages counts the whole file
     for index in range(shard, n_pages, shards):
         try:
             page = reader.pages[index]
@@ -158,7 +160,7 @@ def extract_pages(
             logger.debug("%s: page %d: extraction failed", source, index + 1, exc_info=True)
             result.failed.append(index + 1)
             continue
-        text = normalize_text(raw or "")
+        text = limit.add(normalize_text(raw or ""))
         if not text:
             (result.no_text if _draws_images(page) else result.blank).append(index + 1)
             continue
@@ -248,7 +250,8 @@ def finish_pages(source: str, pages: PdfPages) -> list[Document]:
     (or fail if no page could be read).
 
     Raises:
-        ParseError: extraction failed on every page.
+        ParseError: extraction failed on every page, or the pages hold more text than
+            :data:`parsers._budget.MAX_TEXT_CHARS`.
     """
     if pages.failed and len(pages.failed) == pages.n_pages:
         msg = f"text extraction failed on every page ({pages.n_pages}); the PDF is damaged"
@@ -276,7 +279,8 @@ def finish_pages(source: str, pages: PdfPages) -> list[Document]:
             format_pages(pages.garbled),
         )
     documents = sorted(pages.documents, key=_page_number)
-    texts = dehyphenate([document.text for document in documents])
+    limit = TextLimit(source)
+    texts = dehyphenate([limit.add(document.text) for document in documents])
     return [
         document if text == document.text else Document(text=text, metadata=document.metadata)
         for document, text in zip(documents, texts, strict=True)

@@ -219,11 +219,11 @@ def test_vector_row_ids_out_of_range_are_a_load_error(index_dir: Path) -> None:
 def test_a_build_over_hostile_files_is_searchable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragtools.parsers import office
+    from ragtools.parsers import _budget, office
     from tests.parsers.test_hostile import HOSTILE_FOLDER_GOOD, _hostile_folder
 
     monkeypatch.setattr(office, "MAX_XML_BYTES", 256 * 1024)
-    monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)
+    monkeypatch.setattr(_budget, "MAX_TEXT_CHARS", 100_000)
     folder = tmp_path / "docs"
     folder.mkdir()
     bad = _hostile_folder(folder)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ragtools.parsers import Document, ParseError, _pool, load, load_dir, office, registry
+from ragtools.parsers import Document, ParseError, _budget, _pool, load, load_dir, office, registry
 from ragtools.parsers.registry import register_parser, unregister_parser
 
 DOCX = pytest.importorskip("docx")
@@ -208,7 +208,7 @@ def test_a_member_that_lies_about_its_size_stops_at_the_declared_size(tmp_path: 
 def test_text_produced_is_capped_when_cells_repeat_one_string(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)  # the real cap is 20 million
+    monkeypatch.setattr(_budget, "MAX_TEXT_CHARS", 100_000)  # the real cap is 20 million
     workbook = OPENPYXL.Workbook()
     sheet = workbook.active
     long = "spam " * 2_000  # 10,000 characters, stored once in the shared strings
@@ -266,7 +266,7 @@ def test_a_folder_of_hostile_files_returns_every_good_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(office, "MAX_XML_BYTES", 256 * 1024)
-    monkeypatch.setattr(office, "MAX_TEXT_CHARS", 100_000)
+    monkeypatch.setattr(_budget, "MAX_TEXT_CHARS", 100_000)
     bad = _hostile_folder(tmp_path)
     result = load_dir(tmp_path, workers=1)
     good = sorted({os.fsencode(Path(d.source).name) for d in result.documents})
@@ -370,3 +370,47 @@ def test_pages_sharing_one_content_stream_are_interpreted_once(
     assert [d.metadata["page"] for d in documents] == list(range(1, 21))
     assert {d.text for d in documents} == {"The same words on every page"}
     assert calls[0] == 1
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_pages_drawing_more_text_than_the_limit_are_a_parse_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """A small PDF whose one stream is drawn by every page must not grow into gigabytes of
+    text: the pages' text counts against the per-file limit, whole, across workers too."""
+    monkeypatch.setattr(_budget, "MAX_TEXT_CHARS", 500)  # the real cap is 20 million
+    monkeypatch.setattr(_pool, "SHARD_MIN_BYTES", 0)  # split this small PDF by pages
+    path = tmp_path / "shared.pdf"
+    shared_stream_pdf(path, 20, b"BT /F1 12 Tf 72 720 Td (The same words on every page) Tj ET")
+    result = load_dir(tmp_path, workers=workers)
+    assert result.documents == []
+    (failure,) = result.errors
+    assert failure.error == "ParseError"
+    assert "produced more than 500 characters of text" in failure.message
+
+
+def test_docx_paragraph_styles_are_looked_up_once_not_per_paragraph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """python-docx scans every style for each paragraph without one; a file of a million
+    tiny paragraphs took minutes. The parser reads the style names once."""
+    from docx.styles.styles import Styles
+
+    calls = [0]
+    default = Styles.default
+
+    def counted(self: Any, *args: Any) -> Any:
+        calls[0] += 1
+        return default(self, *args)
+
+    monkeypatch.setattr(Styles, "default", counted)
+    document = DOCX.Document()
+    document.add_heading("Results", level=1)
+    for number in range(300):
+        document.add_paragraph(f"line {number}")
+    path = tmp_path / "many.docx"
+    document.save(path)
+    (parsed,) = load(path)
+    assert parsed.text.startswith("Results\n\nline 0\n\nline 1")
+    assert parsed.metadata["headings"] == ["Results"]
+    assert calls[0] <= 1
