@@ -28,7 +28,27 @@ from ragtools.parsers.errors import IndexLoadError
 _BLOCK = 1 << 26  # line ends are found a block at a time
 
 
-class ChunkFile(Sequence[Chunk]):
+class _Rows(Sequence[Chunk]):
+    """What both sequences share: slices, negative rows and iteration over :meth:`_row`."""
+
+    def _row(self, row: int) -> Chunk:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, row: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, row: slice) -> list[Chunk]: ...
+    def __getitem__(self, row: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(row, slice):
+            return [self._row(i) for i in range(*row.indices(len(self)))]
+        return self._row(range(len(self))[row])  # negative rows, and IndexError past the end
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for row in range(len(self)):
+            yield self._row(row)
+
+
+class ChunkFile(_Rows):
     """The chunks of one chunk store (see :mod:`indexes.store`), parsed when read.
 
     Raises:
@@ -57,14 +77,7 @@ class ChunkFile(Sequence[Chunk]):
     def __len__(self) -> int:
         return len(self._ends)
 
-    @overload
-    def __getitem__(self, row: int) -> Chunk: ...
-    @overload
-    def __getitem__(self, row: slice) -> list[Chunk]: ...
-    def __getitem__(self, row: int | slice) -> Chunk | list[Chunk]:
-        if isinstance(row, slice):
-            return [self[i] for i in range(*row.indices(len(self)))]
-        row = range(len(self))[row]  # negative rows, and IndexError past the end
+    def _row(self, row: int) -> Chunk:
         line = self._data[int(self._starts[row]) : int(self._ends[row])]
         try:
             return _chunk(bytes(line).decode("utf-8"))
@@ -72,12 +85,8 @@ class ChunkFile(Sequence[Chunk]):
             msg = f"line {row + 1} is not a valid chunk ({exc})"
             raise IndexLoadError(self.path, msg) from exc
 
-    def __iter__(self) -> Iterator[Chunk]:
-        for row in range(len(self)):
-            yield self[row]
 
-
-class ShardedChunks(Sequence[Chunk]):
+class ShardedChunks(_Rows):
     """A sharded index's chunks in global row order, read from its shards' chunks.
 
     Args:
@@ -106,16 +115,5 @@ class ShardedChunks(Sequence[Chunk]):
     def __len__(self) -> int:
         return len(self._owner)
 
-    @overload
-    def __getitem__(self, row: int) -> Chunk: ...
-    @overload
-    def __getitem__(self, row: slice) -> list[Chunk]: ...
-    def __getitem__(self, row: int | slice) -> Chunk | list[Chunk]:
-        if isinstance(row, slice):
-            return [self[i] for i in range(*row.indices(len(self)))]
-        row = range(len(self))[row]
+    def _row(self, row: int) -> Chunk:
         return self._parts[int(self._owner[row])][int(self._local[row])]
-
-    def __iter__(self) -> Iterator[Chunk]:
-        for row in range(len(self)):
-            yield self[row]
