@@ -122,6 +122,19 @@ def _heading_level(style: str) -> int:
     return min(int(level), 6) if style.startswith("Heading") and level.isdigit() else 0
 
 
+def _paragraph_parts() -> Any:
+    """A compiled XPath to a paragraph's text parts: ``paragraph.text`` is the ``str`` of
+    each (python-docx's element classes map ``w:tab`` to a tab, ``w:br`` to a newline...),
+    in document order, as python-docx computes it; python-docx compiles its two XPaths on
+    every call, which is most of the time of a file of many short paragraphs."""
+    from docx.oxml.ns import nsmap
+    from lxml import etree
+
+    kinds = ("br", "cr", "noBreakHyphen", "ptab", "t", "tab")
+    paths = [f"{run}/w:{kind}" for run in ("w:r", "w:hyperlink/w:r") for kind in kinds]
+    return etree.XPath(" | ".join(paths), namespaces=nsmap)
+
+
 @register_parser(
     ".docx", sniff=is_ooxml("docx"), name="docx", _priority=_OFFICE_PRIORITY, _builtin=True
 )
@@ -139,13 +152,14 @@ def parse_docx(path: Path, *, source: str, password: str | None = None) -> list[
     # Style names by id, read once: python-docx's ``paragraph.style`` scans every style of
     # the document for each paragraph without one (a million tiny paragraphs: minutes).
     names = {style.style_id: style.name for style in document.styles}
+    parts = _paragraph_parts()
     for block in document.iter_inner_content():
         if hasattr(block, "rows"):
             rows = [limit.add(row) for row in _docx_table_rows(block)]
             if rows:
                 blocks.append(("\n".join(rows), 0))
             continue
-        text = limit.add(block.text.strip())
+        text = limit.add("".join(str(e) for e in parts(block._p)).strip())
         if not text:
             continue
         style_id = block._p.style  # None: the default paragraph style (body text)

@@ -414,3 +414,39 @@ def test_docx_paragraph_styles_are_looked_up_once_not_per_paragraph(
     assert parsed.text.startswith("Results\n\nline 0\n\nline 1")
     assert parsed.metadata["headings"] == ["Results"]
     assert calls[0] <= 1
+
+
+def test_docx_paragraph_text_is_python_docxs(tmp_path: Path) -> None:
+    """The parser reads a paragraph's text parts with one compiled XPath; the text must be
+    python-docx's own ``paragraph.text`` (tabs, breaks, hyphens, hyperlink runs)."""
+    from docx.enum.text import WD_BREAK
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    from ragtools.parsers.normalize import normalize_text
+
+    document = DOCX.Document()
+    paragraph = document.add_paragraph("Name:")
+    paragraph.add_run().add_tab()
+    paragraph.add_run("Ada").add_break()
+    paragraph.add_run("second line")
+    paragraph.add_run().add_break(WD_BREAK.PAGE)
+    run = paragraph.add_run("non")
+    run._r.append(OxmlElement("w:noBreakHyphen"))
+    run._r.append(OxmlElement("w:t"))
+    run._r[-1].text = "breaking, see "
+    link = OxmlElement("w:hyperlink")
+    link.set(qn("r:id"), "rId99")
+    inner = OxmlElement("w:r")
+    inner.append(OxmlElement("w:t"))
+    inner[-1].text = "the manual"
+    link.append(inner)
+    paragraph._p.append(link)
+    paragraph.add_run(" today.")
+    document.add_paragraph("Plain second paragraph.")
+    path = tmp_path / "parts.docx"
+    document.save(path)
+    expected = [p.text for p in DOCX.Document(path).paragraphs]
+    assert "the manual" in expected[0] and "\t" in expected[0] and "non-breaking" in expected[0]
+    (parsed,) = load(path)
+    assert parsed.text == "\n\n".join(normalize_text(text.strip()) for text in expected)
