@@ -279,18 +279,10 @@ def _place(units: Sequence[int] | np.ndarray, built: Sequence[BuiltShard]) -> li
     global order) laid out with their chunk counts, each shard's in its own order."""
     shard_of_unit = np.asarray(units, dtype=np.int64).reshape(-1)
     counts = np.zeros(len(shard_of_unit), np.int64)
-    masks = [shard_of_unit == s for s in range(len(built))]
-    for mask, b in zip(masks, built, strict=True):
-        counts[mask] = b.unit_chunks
-    starts = np.cumsum(counts) - counts
-    rows = []
-    for mask in masks:
-        held, first = counts[mask], starts[mask]
-        within = np.arange(int(held.sum()), dtype=np.int64) - np.repeat(
-            np.cumsum(held) - held, held
-        )
-        rows.append(np.repeat(first, held) + within)
-    return rows
+    for s, b in enumerate(built):
+        counts[shard_of_unit == s] = b.unit_chunks
+    shard_of_row = np.repeat(shard_of_unit, counts)  # global rows, in order
+    return [np.flatnonzero(shard_of_row == s) for s in range(len(built))]
 
 
 def finish(
