@@ -233,7 +233,9 @@ class Index:
     def embedder(self) -> CachedEmbedder:
         """The (cached) embedder used for documents and queries; loads lazily."""
         if self._embedder is None:
-            base = self._base_embedder or SentenceTransformerEmbedder(self.settings.model)
+            base = self._base_embedder or SentenceTransformerEmbedder(
+                self.settings.model, precision=self.settings.precision
+            )
             cache = EmbeddingCache(self.path / "cache" / "embeddings")
             self._embedder = CachedEmbedder(base, cache)
         return self._embedder

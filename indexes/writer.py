@@ -377,7 +377,7 @@ def _empty(
         msg = f"invalid index settings: {exc}"
         raise ConfigError(msg) from exc
     if resolved.vector and embedder is None:  # a model not on this machine fails before parsing
-        SentenceTransformerEmbedder(resolved.model).resolve()
+        SentenceTransformerEmbedder(resolved.model, precision=resolved.precision).resolve()
     return Index(Path(path), IndexState(resolved, []), embedder=embedder)
 
 

@@ -29,7 +29,7 @@ from ragtools.parsers.errors import ConfigError, IndexLoadError
 from ragtools.retrieval._cli_output import print_problems, show_progress
 
 #: The settings ``rag build`` sets from its options; the others keep their defaults.
-CLI_SETTINGS = ("chunk_size", "chunk_overlap", "model", "vector", "keep_versions")
+CLI_SETTINGS = ("chunk_size", "chunk_overlap", "model", "precision", "vector", "keep_versions")
 
 
 def selection_of(args: argparse.Namespace) -> Selection | None:
@@ -44,6 +44,7 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
         "chunk_size": args.chunk_size,
         "chunk_overlap": args.chunk_overlap,
         "model": args.model,
+        "precision": args.precision,
         "vector": not args.no_vector,
         "keep_versions": args.keep_versions,
     }

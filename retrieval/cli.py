@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtools.indexes.bundle import Index
+from ragtools.indexes.onnx_export import PRECISIONS
 from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import ConfigError, RetrievalError
@@ -145,6 +146,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         index_dir=args.index,
         max_queries=args.max_queries,
         model=args.model,
+        precision=args.precision,
         depth=args.depth,
         shards=args.shards,
     )
@@ -199,6 +201,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model`` and ``--precision``, the settings of the vector half's model."""
+    parser.add_argument(
+        "--model", default=None, help="sentence-transformers name or path (default: bundled)"
+    )
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=IndexSettings().precision,
+        help="the model's precision in ONNX Runtime (int8: faster, vectors move slightly)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     common = global_options()
     parser = argparse.ArgumentParser(
@@ -220,11 +235,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--chunk-overlap", type=int, default=defaults.chunk_overlap, help="characters"
     )
-    build.add_argument(
-        "--model",
-        default=None,
-        help="sentence-transformers name or path (default: the bundled all-MiniLM-L6-v2)",
-    )
+    _model_arguments(build)
     build.add_argument("--no-vector", action="store_true", help="build the BM25 half only")
     build.add_argument(
         "--keep-versions",
@@ -296,9 +307,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--out", default="eval-out", help="report directory")
     evaluate.add_argument("--index", default=None, help="index directory (default: OUT/index)")
     evaluate.add_argument("--max-queries", type=int, default=None, help="(default: all)")
-    evaluate.add_argument(
-        "--model", default=None, help="sentence-transformers name or path (default: bundled)"
-    )
+    _model_arguments(evaluate)
     evaluate.add_argument("--shards", type=int, default=None, help="index in N shards")
     evaluate.set_defaults(func=_cmd_eval)
 

@@ -80,15 +80,21 @@ def open_or_build(
     *,
     vector: bool = True,
     model: str | None = None,
+    precision: str = "fp32",
     embedder: Embedder | None = None,
     show_progress: bool | None = None,
     shards: int | None = None,
 ) -> Index:
     """Open ``index_dir`` if it indexes this corpus with these settings (and as many
     ``shards``; ``None``: one bundle), else (re)build it."""
-    settings = IndexSettings(
-        chunk_size=EVAL_CHUNK_SIZE, chunk_overlap=0, vector=vector, model=model
-    )
+    try:
+        settings = IndexSettings.model_validate(
+            {"chunk_size": EVAL_CHUNK_SIZE, "chunk_overlap": 0, "vector": vector}
+            | {"model": model, "precision": precision}
+        )
+    except ValueError as exc:
+        msg = f"invalid index settings: {exc}"
+        raise ConfigError(msg) from exc
     documents = corpus_documents(dataset)
     fingerprint = _fingerprint(documents, settings)
     if is_index_root(index_dir):
@@ -146,6 +152,7 @@ def run_eval(
     index_dir: str | Path | None = None,
     max_queries: int | None = None,
     model: str | None = None,
+    precision: str = "fp32",
     depth: int = DEFAULT_DEPTH,
     show_progress: bool | None = None,
     hybrid_options: Mapping[str, Any] | None = None,
@@ -161,6 +168,7 @@ def run_eval(
         index_dir: where the index is (re)built; ``out/index`` by default.
         max_queries: evaluate only the first queries (by id), for a quick look.
         model: the embedding model (name or path); the bundled default otherwise.
+        precision: the model's precision (:attr:`IndexSettings.precision`).
         depth: documents retrieved per query; metrics are reported at the cut-offs of
             :data:`DEFAULT_K_VALUES` no deeper than this.
         show_progress: progress bars; ``None`` shows them on a terminal only.
@@ -190,6 +198,7 @@ def run_eval(
         index_dir or out / "index",
         vector=bool(_NEEDS_VECTOR & set(names)),
         model=model,
+        precision=precision,
         show_progress=show_progress,
         shards=shards,
     )

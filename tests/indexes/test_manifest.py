@@ -34,6 +34,7 @@ def test_a_format_1_index_opens_migrated_and_searches_as_before(legacy: Index) -
     assert legacy.manifest["format_version"] == FORMAT_VERSION
     assert legacy.manifest["vector_owners"] == "windows.npy"  # several windows per chunk
     assert legacy.manifest["bm25"]["variant"] == "bm25plus"
+    assert legacy.settings.precision == "fp32"  # written before the setting: fp32 vectors
     for query, halves in expected["results"].items():
         keyword = [(legacy.chunks[r].id, s) for r, s in legacy.keyword_search(query, 5)]
         vector = [(legacy.chunks[r].id, s) for r, s in legacy.vector_search(query, 5)]

@@ -264,3 +264,22 @@ def test_a_corrupted_file_is_detected_and_exported_again(
     (target / RECORD_FILE).unlink()  # no record: an unfinished export, never trusted
     _, _, exported = exported_model(plan.transformer_dir, "fp32", root=root)
     assert exported
+
+
+@pytest.mark.slow
+def test_an_index_embeds_its_queries_at_the_precision_it_was_built_with(tmp_path: Path) -> None:
+    from ragtools.indexes.bundle import Index
+    from ragtools.parsers import Document
+
+    documents = [Document(id=f"d{i}", text=text) for i, text in enumerate(TEXTS)]
+    built = Index.from_documents(documents, tmp_path / "int8", precision="int8")
+    reopened = Index.open(tmp_path / "int8")
+    assert built.settings.precision == reopened.settings.precision == "int8"
+    query = "how do plants turn light into sugar?"
+    expected = SentenceTransformerEmbedder(precision="int8").embed_query(query)
+    np.testing.assert_array_equal(reopened.embedder.embed_query(query), expected)
+    fp32 = Index.from_documents(documents, tmp_path / "fp32")
+    assert Index.open(tmp_path / "fp32").settings.precision == "fp32"
+    assert not np.allclose(fp32.embedder.embed_query(query), expected, atol=1e-5)
+    with pytest.raises(ConfigError, match="precision"):
+        Index.from_documents(documents, tmp_path / "bad", precision="int4")

@@ -279,3 +279,14 @@ def test_a_terminal_gets_labelled_progress_bars(tmp_path: Path) -> None:
     assert proc.returncode == 0, screen
     assert "parsing" in screen and "embedding" in screen
     assert "Loading weights" not in screen and "Batches" not in screen
+
+
+def test_the_precision_is_a_setting_of_the_build(tmp_path: Path) -> None:
+    docs, index = corpus(tmp_path / "docs"), tmp_path / "index"
+    rag("build", str(docs), "--out", str(index), "--no-vector", "--precision", "int8")
+    manifest = json.loads(rag("info", str(index), "--json").stdout)
+    assert manifest["settings"]["precision"] == "int8"
+    again = rag("build", str(docs), "--out", str(index), "--no-vector", check=False)
+    assert again.returncode != 0 and "precision 'int8' (asked: 'fp32')" in again.stderr
+    bad = rag("build", str(docs), "--out", str(index), "--precision", "int4", check=False)
+    assert bad.returncode == 2 and "invalid choice: 'int4'" in bad.stderr
