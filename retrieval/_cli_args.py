@@ -12,6 +12,8 @@ from typing import IO, Any
 
 import json5
 
+from ragtools.indexes.onnx_export import PRECISIONS
+from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.filters import MAX_FILTER_DEPTH
 
@@ -118,4 +120,17 @@ def add_selection(parser: argparse.ArgumentParser, recorded: bool) -> None:
         "--password",
         default=os.environ.get("RAG_PDF_PASSWORD"),
         help="password for encrypted PDFs (default: $RAG_PDF_PASSWORD)",
+    )
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model`` and ``--precision``, the settings of the vector half's model."""
+    parser.add_argument(
+        "--model", default=None, help="sentence-transformers name or path (default: bundled)"
+    )
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=IndexSettings().precision,
+        help="the model's precision in ONNX Runtime (int8: faster, vectors move slightly)",
     )

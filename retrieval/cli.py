@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragtools.indexes.bundle import Index
-from ragtools.indexes.onnx_export import PRECISIONS
 from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval import _cli_index
 from ragtools.retrieval._cli_args import (
     HelpFormatter,
+    add_model_arguments,
     add_selection,
     global_options,
     package_version,
@@ -108,6 +108,19 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return _cli_index.cmd_info(args)
 
 
+def _one_blas_thread() -> None:
+    """Run BLAS single-threaded in this (serving) process.
+
+    A server answers one query at a time. Its matrix-vector products (an exact vector scan)
+    are too small to gain from BLAS threads, and OpenBLAS's threads stay busy-waiting after
+    each call, on the cores the next query's embedding needs. Called once the indexes and
+    the model are loaded, so every BLAS library in the process is covered.
+    """
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     from ragtools.retrieval.integrations.mcp import http_url, serve
 
@@ -115,6 +128,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     count = len(args.indexes)
 
     def ready() -> None:  # stderr: over stdio, stdout is the protocol channel
+        _one_blas_thread()
         plural = "index" if count == 1 else "indexes"
         print(f"rag: ready: serving {where} ({count} {plural})", file=sys.stderr, flush=True)
 
@@ -201,19 +215,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--model`` and ``--precision``, the settings of the vector half's model."""
-    parser.add_argument(
-        "--model", default=None, help="sentence-transformers name or path (default: bundled)"
-    )
-    parser.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default=IndexSettings().precision,
-        help="the model's precision in ONNX Runtime (int8: faster, vectors move slightly)",
-    )
-
-
 def _parser() -> argparse.ArgumentParser:
     common = global_options()
     parser = argparse.ArgumentParser(
@@ -235,7 +236,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--chunk-overlap", type=int, default=defaults.chunk_overlap, help="characters"
     )
-    _model_arguments(build)
+    add_model_arguments(build)
     build.add_argument("--no-vector", action="store_true", help="build the BM25 half only")
     build.add_argument(
         "--keep-versions",
@@ -307,7 +308,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--out", default="eval-out", help="report directory")
     evaluate.add_argument("--index", default=None, help="index directory (default: OUT/index)")
     evaluate.add_argument("--max-queries", type=int, default=None, help="(default: all)")
-    _model_arguments(evaluate)
+    add_model_arguments(evaluate)
     evaluate.add_argument("--shards", type=int, default=None, help="index in N shards")
     evaluate.set_defaults(func=_cmd_eval)
 

@@ -185,3 +185,22 @@ def test_search_accepts_the_eval_names_and_their_aliases(keyword_index: Path) ->
     """rag search --mode and rag eval --retrievers share names; bm25 is keyword's alias."""
     keyword = rag("search", str(keyword_index), "tides", "--mode", "keyword", "--json").stdout
     assert rag("search", str(keyword_index), "tides", "--mode", "bm25", "--json").stdout == keyword
+
+
+def test_serve_runs_blas_single_threaded_once_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from ragtools.retrieval import cli
+    from ragtools.retrieval.integrations import mcp
+
+    seen: list[int] = []
+
+    def fake_serve(paths: list[str], *, on_ready: object, **options: object) -> None:
+        assert callable(on_ready)
+        on_ready()
+        seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+    monkeypatch.setattr(mcp, "serve", fake_serve)
+    with threadpool_limits(limits=None):  # gives this process its BLAS threads back after
+        assert cli.main(["serve", "some-index"]) == 0
+    assert seen and set(seen) == {1}
