@@ -290,11 +290,15 @@ def _check_tracked(path: Path, manifest: dict[str, Any]) -> None:
         raise IndexLoadError(path, "invalid or missing counts")
 
 
-def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> IndexState:
+def load_state(
+    directory: Path, *, mmap: bool, lazy_chunks: bool = False, keyword: bool = True
+) -> IndexState:
     """Read and check one version directory (manifest first, then every half).
 
     ``lazy_chunks`` maps the chunk store and parses a chunk when read (a shard's, so that a
     sharded index's memory does not grow with its chunks; see :mod:`indexes._chunk_file`).
+    ``keyword=False`` leaves the BM25 half unread (a shard's: the top version holds it scored
+    with the global statistics); its files' checksums are still verified.
     """
     manifest = migrate(
         read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True)
@@ -309,7 +313,7 @@ def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> Ind
     if expected != len(chunks):
         msg = f"row counts disagree: manifest says {expected}, {CHUNKS} has {len(chunks)}"
         raise IndexLoadError(directory, msg)
-    bm25 = BM25Index.load(directory / "bm25", mmap=mmap) if settings.keyword else None
+    bm25 = BM25Index.load(directory / "bm25", mmap=mmap) if settings.keyword and keyword else None
     if bm25 is not None and len(bm25) != len(chunks):
         msg = f"row counts disagree: {len(chunks)} chunks, {len(bm25)} BM25 rows"
         raise IndexLoadError(directory / "bm25", msg)

@@ -26,6 +26,7 @@ import numpy as np
 from ragtools.indexes._bm25_global import GlobalStats, ShardCounts
 from ragtools.indexes._persist import read_json, write_json, write_manifest
 from ragtools.indexes._shard_spill import read_spill, spill, staging
+from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.settings import IndexSettings
@@ -34,6 +35,7 @@ from ragtools.indexes.shards import (
     SHARDED_FORMAT,
     SHARDED_FORMAT_VERSION,
     SHARDS_MANIFEST,
+    GlobalScoring,
     ShardedIndex,
     is_sharded,
     runs_of,
@@ -336,8 +338,14 @@ def finish(
     def write(directory: Path) -> None:
         files = []
         if stats is not None:
-            write_json(directory / GLOBAL_BM25, stats.to_json())
+            write_json(directory / GLOBAL_BM25, stats.to_json(), indent=None)
             files.append(GLOBAL_BM25)
+            scoring = GlobalScoring(stats)
+            for b in built:  # one shard's BM25 in memory at a time
+                if b.version is not None:
+                    where = shard_dir(path, b.number) / VERSIONS / b.version / "bm25"
+                    local = BM25Index.load(where, mmap=True)
+                    files += scoring.save(local, directory, b.number, where)
         write_manifest(
             directory, SHARDS_MANIFEST, fmt=SHARDED_FORMAT, version=SHARDED_FORMAT_VERSION,
             files=files, data=data, sealed=True,

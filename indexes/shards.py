@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import GlobalStats, with_global_stats
+from ragtools.indexes._bm25_global import GlobalStats, load_scored, save_scored, with_global_stats
 from ragtools.indexes._bm25_math import Vocabulary
 from ragtools.indexes._chunk_file import ShardedChunks
 from ragtools.indexes._persist import read_json, read_manifest
@@ -77,6 +77,7 @@ __all__ = [
     "open_shard",
     "rows_of",
     "runs_of",
+    "scored_dir",
     "shard_dir",
     "shard_of",
 ]
@@ -136,25 +137,58 @@ class Shard:
 
 class GlobalScoring:
     """The global statistics with what every shard's BM25 shares: the vocabulary (one
-    dict for all shards of a process) and the idf, built once per variant."""
+    dict for all shards of a process) and the idf, built once per variant.
+
+    A top version holds every shard's postings and weights so scored, under
+    ``bm25/shard-NNN/`` (:func:`scored_dir`): written by :meth:`save` when the version is
+    written, memory-mapped by :meth:`load` when it is opened.
+    """
 
     def __init__(self, stats: GlobalStats) -> None:
         self.stats = stats
         self.vocab = Vocabulary(stats.terms)
         self._idf: dict[tuple[str, float], tuple[np.ndarray, bool, int]] = {}
 
-    def apply(self, bm25: BM25Index, where: Path) -> BM25Index:
-        """``bm25`` scoring with the global statistics."""
+    def _idf_of(self, bm25: BM25Index) -> tuple[np.ndarray, bool, int]:
         key = (bm25.variant, bm25.epsilon)
         if key not in self._idf:
             self._idf[key] = self.stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
-        return with_global_stats(bm25, self.stats, self.vocab, self._idf[key], where=where)
+        return self._idf[key]
+
+    def apply(self, bm25: BM25Index, where: Path) -> BM25Index:
+        """``bm25`` scoring with the global statistics (computed in memory)."""
+        return with_global_stats(bm25, self.stats, self.vocab, self._idf_of(bm25), where=where)
+
+    def save(self, bm25: BM25Index, top: Path, number: int, where: Path) -> list[str]:
+        """Write shard ``number``'s ``bm25`` scored globally into the top version ``top``;
+        returns the files written, relative to ``top``."""
+        scored = with_global_stats(bm25, self.stats, self.vocab, self._idf_of(bm25), where=where)
+        directory = scored_dir(top, number)
+        names = save_scored(scored, directory)
+        return [str((directory / n).relative_to(top)) for n in names]
+
+    def load(self, template: BM25Index, top: Path, number: int, n_rows: int) -> BM25Index:
+        """Shard ``number``'s BM25 as :meth:`save` wrote it in ``top``, memory-mapped."""
+        directory = scored_dir(top, number)
+        return load_scored(directory, template, self.vocab, self._idf_of(template), n_rows)
+
+
+def scored_dir(top: Path, number: int) -> Path:
+    """Where the top version ``top`` holds shard ``number``'s globally scored BM25."""
+    return top / "bm25" / f"shard-{number:03d}"
 
 
 def open_shard(
-    path: Path, version: str, scoring: GlobalScoring | None, *, mmap: bool = True
+    path: Path,
+    version: str,
+    scoring: GlobalScoring | None,
+    *,
+    top: Path,
+    number: int,
+    mmap: bool = True,
 ) -> IndexState:
-    """Load one version of a shard, its BM25 scoring with the global statistics.
+    """Load one version of a shard, its BM25 scoring with the global statistics (as the top
+    version ``top`` holds it for shard ``number``).
 
     Raises:
         IndexLoadError: a missing or damaged file of the shard (named).
@@ -165,12 +199,13 @@ def open_shard(
             msg = "the shard version named by the top manifest is missing"
             raise IndexLoadError(directory, msg)
         try:
-            state = load_state(directory, mmap=mmap, lazy_chunks=mmap)
+            state = load_state(directory, mmap=mmap, lazy_chunks=mmap, keyword=False)
         except OSError as exc:
             raise IndexLoadError(directory, f"unreadable ({exc})") from exc
-    if state.bm25 is None or scoring is None:
+    if not state.settings.keyword or scoring is None:
         return state
-    return replace(state, bm25=scoring.apply(state.bm25, directory))
+    template = state.settings.new_bm25()
+    return replace(state, bm25=scoring.load(template, top, number, len(state.chunks)))
 
 
 class ShardSearch(Protocol):
@@ -311,7 +346,9 @@ def read_sharded(root: Path, directory: Path, *, mmap: bool) -> tuple[IndexState
             path = shard_dir(root, number)
             version = entry["version"]
             rows = rows_of(entry["rows"])
-            state = None if version is None else open_shard(path, version, scoring, mmap=mmap)
+            state = None
+            if version is not None:
+                state = open_shard(path, version, scoring, top=directory, number=number, mmap=mmap)
             held = 0 if state is None else len(state.chunks)
             if len(rows) != held:
                 msg = f"shard {number} has {held} chunks, the top manifest says {len(rows)}"

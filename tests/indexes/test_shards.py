@@ -210,3 +210,59 @@ def test_empty_shards_and_failed_files(tmp_path: Path) -> None:
     assert [f.path for f in sharded.failures] == [f.path for f in single.failures]
     assert_same_results(single, sharded)
     assert_same_results(single, Index.open(root, embedder=embedder))
+
+
+def test_each_shard_scores_from_mapped_files_of_the_top_version(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """Opening maps every shard's globally scored postings from the top version (nothing is
+    re-laid out in memory); a missing, damaged or mis-shaped file names the shard and file."""
+    import shutil
+
+    from ragtools.indexes.shards import scored_dir
+
+    root = tmp_path / "many"
+    Index.build([corpus], root, shards=2, vector=False, **settings())
+    single = Index.build([corpus], tmp_path / "one", vector=False, **settings())
+    opened = Index.open(root)
+    assert isinstance(opened, ShardedIndex)
+    for shard in opened.shards:
+        assert shard.state is not None and shard.state.bm25 is not None
+        snapshot = shard.state.bm25._snapshot()
+        for array in (snapshot.postings.docs, snapshot.weights.weights):
+            assert isinstance(array.base, np.memmap)  # mapped, not read
+    for query in QUERIES:
+        for flt in FILTERS:
+            assert hits_of(opened, query, "keyword", flt) == hits_of(single, query, "keyword", flt)
+    scored = scored_dir(current_version(root), 1)
+    saved = tmp_path / "saved"
+    shutil.copytree(scored, saved)
+    (scored / "weights.npy").unlink()
+    with pytest.raises(IndexLoadError, match=r"shard-001.*weights\.npy"):
+        Index.open(root)
+    weights = np.load(saved / "weights.npy")
+    np.save(scored / "weights.npy", weights + 1.0)  # tampered: the checksum differs
+    with pytest.raises(IndexLoadError, match=r"shard-001.*weights\.npy.*checksum"):
+        Index.open(root)
+
+
+def test_a_scored_file_that_does_not_fit_its_shard_is_named(tmp_path: Path, corpus: Path) -> None:
+    from ragtools.indexes._bm25_global import GlobalStats
+    from ragtools.indexes.shards import GlobalScoring, scored_dir
+
+    root = tmp_path / "many"
+    index = Index.build([corpus], root, shards=2, vector=False, **settings())
+    assert isinstance(index, ShardedIndex)
+    top = current_version(root)
+    scoring = GlobalScoring(
+        GlobalStats.from_json(json.loads((top / "global_bm25.json").read_text()), "x")
+    )
+    directory = scored_dir(top, 0)
+    np.save(directory / "doc_len.npy", np.load(directory / "doc_len.npy")[:-1])
+    template = index.settings.new_bm25()
+    rows = len(index.shards[0].global_rows)
+    with pytest.raises(IndexLoadError, match=r"shard-000.*doc_len\.npy.*rows"):
+        scoring.load(template, top, 0, rows)
+    np.save(directory / "indptr.npy", np.load(directory / "indptr.npy")[:-1])
+    with pytest.raises(IndexLoadError, match=r"shard-000.*indptr\.npy"):
+        scoring.load(template, top, 0, rows)
