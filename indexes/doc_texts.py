@@ -141,7 +141,7 @@ def write_texts(directory: Path, doc_ids: Iterable[str], texts: Mapping[str, str
             written.append(doc_id)
         handle.flush()
         os.fsync(handle.fileno())
-    write_json(folder / _IDS, written)
+    write_json(folder / _IDS, written, indent=None)
     save_npy(folder / _OFFSETS, np.asarray(offsets, dtype=np.int64))
     return _names()
 
