@@ -19,7 +19,7 @@ vectors are faiss's own format, and every file's SHA-256 is in ``manifest.json``
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -54,6 +54,14 @@ MANIFEST = "manifest.json"
 CHUNKS = "chunks.jsonl"
 
 
+def chunk_keys_of(chunks: Iterable[Chunk]) -> npt.NDArray[np.int64]:
+    """The 64-bit key of each chunk's id (:attr:`IndexState.chunk_keys`)."""
+    digests = b"".join(
+        hashlib.blake2b(c.id.encode("utf-8"), digest_size=8).digest() for c in chunks
+    )
+    return np.frombuffer(digests, dtype="<i8").astype(np.int64)
+
+
 @dataclass(frozen=True)
 class IndexState:
     """One version of an index, as a search sees it: row ``i`` of both halves is
@@ -71,10 +79,7 @@ class IndexState:
     def chunk_keys(self) -> npt.NDArray[np.int64]:
         """A 64-bit key per row derived from its chunk id (BLAKE2b), so that rankings of
         different indexes can be fused by chunk id with integer arrays."""
-        digests = b"".join(
-            hashlib.blake2b(c.id.encode("utf-8"), digest_size=8).digest() for c in self.chunks
-        )
-        return np.frombuffer(digests, dtype="<i8").astype(np.int64)
+        return chunk_keys_of(self.chunks)
 
     def keyword_ranking(self, query: str, k: int, allow: object = None) -> Ranking:
         """BM25 top ``k`` chunk rows allowed by ``allow`` (see :func:`allow_mask`)."""
@@ -328,5 +333,5 @@ def load_state(
         )
     texts = None
     if manifest.get(DOCUMENT_TEXTS):
-        texts = DocumentTexts.open(directory, manifest["files"])
+        texts = DocumentTexts.open(directory, manifest["files"], lazy=lazy_chunks)
     return IndexState(settings, chunks, bm25, vector, manifest, texts)

@@ -44,12 +44,12 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import GlobalStats, load_scored, save_scored, with_global_stats
-from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes._bm25_global import GlobalStats
 from ragtools.indexes._chunk_file import ShardedChunks
 from ragtools.indexes._persist import read_json, read_manifest
+from ragtools.indexes._shard_scoring import GlobalScoring, scored_dir
 from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.bundle import Index, IndexState, load_state
+from ragtools.indexes.bundle import Index, IndexState, chunk_keys_of, load_state
 from ragtools.indexes.doc_texts import ChainedTexts
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.ranking import Mask, Ranking
@@ -133,49 +133,6 @@ class Shard:
     version: str | None
     state: IndexState | None
     global_rows: Rows
-
-
-class GlobalScoring:
-    """The global statistics with what every shard's BM25 shares: the vocabulary (one
-    dict for all shards of a process) and the idf, built once per variant.
-
-    A top version holds every shard's postings and weights so scored, under
-    ``bm25/shard-NNN/`` (:func:`scored_dir`): written by :meth:`save` when the version is
-    written, memory-mapped by :meth:`load` when it is opened.
-    """
-
-    def __init__(self, stats: GlobalStats) -> None:
-        self.stats = stats
-        self.vocab = Vocabulary(stats.terms)
-        self._idf: dict[tuple[str, float], tuple[np.ndarray, bool, int]] = {}
-
-    def _idf_of(self, bm25: BM25Index) -> tuple[np.ndarray, bool, int]:
-        key = (bm25.variant, bm25.epsilon)
-        if key not in self._idf:
-            self._idf[key] = self.stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
-        return self._idf[key]
-
-    def apply(self, bm25: BM25Index, where: Path) -> BM25Index:
-        """``bm25`` scoring with the global statistics (computed in memory)."""
-        return with_global_stats(bm25, self.stats, self.vocab, self._idf_of(bm25), where=where)
-
-    def save(self, bm25: BM25Index, top: Path, number: int, where: Path) -> list[str]:
-        """Write shard ``number``'s ``bm25`` scored globally into the top version ``top``;
-        returns the files written, relative to ``top``."""
-        scored = with_global_stats(bm25, self.stats, self.vocab, self._idf_of(bm25), where=where)
-        directory = scored_dir(top, number)
-        names = save_scored(scored, directory)
-        return [str((directory / n).relative_to(top)) for n in names]
-
-    def load(self, template: BM25Index, top: Path, number: int, n_rows: int) -> BM25Index:
-        """Shard ``number``'s BM25 as :meth:`save` wrote it in ``top``, memory-mapped."""
-        directory = scored_dir(top, number)
-        return load_scored(directory, template, self.vocab, self._idf_of(template), n_rows)
-
-
-def scored_dir(top: Path, number: int) -> Path:
-    """Where the top version ``top`` holds shard ``number``'s globally scored BM25."""
-    return top / "bm25" / f"shard-{number:03d}"
 
 
 def open_shard(
@@ -300,6 +257,33 @@ class ShardedVectors:
         return merged.merge(merged.search.vector(query, k, merged.masks(allow)), k)
 
 
+class RowKeys:
+    """The chunk keys of a sharded index's rows (:attr:`IndexState.chunk_keys`), computed
+    for the rows asked: all of them would parse every chunk of every shard (minutes and
+    gigabytes at ten million rows) when a query needs the keys of its hits only."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._chunks = chunks
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, rows: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        wanted = np.asarray(rows, dtype=np.int64)
+        keys = chunk_keys_of(self._chunks[row] for row in wanted.reshape(-1).tolist())
+        return keys.reshape(wanted.shape)
+
+
+@dataclass(frozen=True)
+class ShardedState(IndexState):
+    """A sharded index's :class:`~indexes.bundle.IndexState`: its chunk keys are
+    :class:`RowKeys`, indexed like the array of a single index's state."""
+
+    @property
+    def chunk_keys(self) -> npt.NDArray[np.int64]:  # type: ignore[override]
+        return cast(npt.NDArray[np.int64], RowKeys(self.chunks))
+
+
 def sharded_state(
     settings: IndexSettings,
     shards: Sequence[Shard],
@@ -317,7 +301,7 @@ def sharded_state(
         vector = cast(WindowedVectorIndex, ShardedVectors(merged))
     texts = [s.state.texts for s in merged.shards if s.state is not None]
     stored = [t for t in texts if t is not None]  # each document lives in one shard
-    return IndexState(
+    return ShardedState(
         settings, cast(list[Chunk], chunks), bm25, vector, manifest,
         ChainedTexts(stored) if stored else None,
     )  # fmt: skip
