@@ -8,6 +8,8 @@ Layout on disk::
         shards.json            the sealed top manifest: settings, every shard's directory,
                                the version of it this top version uses, and its rows
         global_bm25.json       the global statistics (:class:`~indexes._bm25_global.GlobalStats`)
+        bm25/shard-000/        that shard's BM25 postings and weights in the global term
+                               space (``.npy``, mapped at open; :mod:`indexes._shard_scoring`)
       shards/shard-000/        an ordinary index bundle, with its own versions
       cache/embeddings/        the query embedding cache
 
