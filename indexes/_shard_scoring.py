@@ -40,10 +40,6 @@ class GlobalScoring:
             self._idf[key] = self.stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
         return self._idf[key]
 
-    def apply(self, bm25: BM25Index, where: Path) -> BM25Index:
-        """``bm25`` scoring with the global statistics (computed in memory)."""
-        return with_global_stats(bm25, self.stats, self.vocab, self._idf_of(bm25), where=where)
-
     def save(self, bm25: BM25Index, top: Path, number: int, where: Path) -> list[str]:
         """Write shard ``number``'s ``bm25`` scored globally into the top version ``top``;
         returns the files written, relative to ``top``."""
