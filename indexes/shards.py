@@ -5,8 +5,9 @@ Layout on disk::
     INDEX/
       CURRENT, versions/v-N/   top versions, written and switched like any version
                                (:mod:`indexes.versions`); each holds
-        shards.json            the sealed top manifest: settings, every shard's directory,
-                               the version of it this top version uses, and its rows
+        shards.json            the sealed top manifest: settings, every shard's directory
+                               and the version of it this top version uses
+        shard_rows.npy         the shard of every row (int32, in global row order)
         global_bm25.json       the global statistics (:class:`~indexes._bm25_global.GlobalStats`)
         bm25/shard-000/        that shard's BM25 postings and weights in the global term
                                space (``.npy``, mapped at open; :mod:`indexes._shard_scoring`)
@@ -25,8 +26,8 @@ same chunk ids in the same order with the same scores:
   scores are the single index's, bit for bit;
 * vectors are searched per shard (flat: exact) and give the same scores;
 * rows are numbered as one index numbers them (files in sorted order, documents in the order
-  given), each shard's rows being a subsequence, stored as runs (``[first, count]``) in the
-  top manifest. The merge keeps the ``k`` best by score, ties by that global row: the rule of
+  given), each shard's rows being a subsequence, stored as the shard of every row. The
+  merge keeps the ``k`` best by score, ties by that global row: the rule of
   :class:`~indexes.ranking.Ranking` in a single index.
 
 Shards are searched concurrently: by a thread per shard in this process, or by Ray actors
@@ -49,6 +50,7 @@ import numpy.typing as npt
 from ragtools.indexes._bm25_global import GlobalStats
 from ragtools.indexes._chunk_file import ShardedChunks
 from ragtools.indexes._persist import read_json, read_manifest
+from ragtools.indexes._shard_rows import SHARD_ROWS, read_shard_rows, rows_by_shard
 from ragtools.indexes._shard_scoring import GlobalScoring, scored_dir
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.bundle import Index, IndexState, chunk_keys_of, load_state
@@ -71,14 +73,15 @@ __all__ = [
     "SHARDED_FORMAT",
     "SHARDED_FORMAT_VERSION",
     "SHARDS_MANIFEST",
+    "SHARD_ROWS",
     "GlobalScoring",
     "Shard",
     "ShardSearch",
     "ShardedIndex",
     "is_sharded",
     "open_shard",
-    "rows_of",
-    "runs_of",
+    "read_shard_rows",
+    "rows_by_shard",
     "scored_dir",
     "shard_dir",
     "shard_of",
@@ -87,7 +90,7 @@ __all__ = [
 SHARDS_MANIFEST = "shards.json"
 GLOBAL_BM25 = "global_bm25.json"
 SHARDED_FORMAT = "ragtools-sharded-index"
-SHARDED_FORMAT_VERSION = 1
+SHARDED_FORMAT_VERSION = 2
 
 Rows = npt.NDArray[np.int64]
 
@@ -106,23 +109,6 @@ def shard_dir(root: str | Path, number: int) -> Path:
 def is_sharded(version_dir: Path) -> bool:
     """True when a top version directory holds a sharded index."""
     return (version_dir / SHARDS_MANIFEST).is_file()
-
-
-def runs_of(rows: Rows) -> list[list[int]]:
-    """Ascending global rows as ``[first, count]`` runs (compact in JSON)."""
-    if len(rows) == 0:
-        return []
-    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    starts = np.r_[0, breaks]
-    ends = np.r_[breaks, len(rows)]
-    return [[int(rows[s]), int(e - s)] for s, e in zip(starts, ends, strict=True)]
-
-
-def rows_of(runs: Sequence[Sequence[int]]) -> Rows:
-    """The global rows of :func:`runs_of`'s runs."""
-    if not runs:
-        return np.zeros(0, np.int64)
-    return np.concatenate([np.arange(a, a + n, dtype=np.int64) for a, n in runs])
 
 
 @dataclass(frozen=True)
@@ -328,10 +314,11 @@ def read_sharded(root: Path, directory: Path, *, mmap: bool) -> tuple[IndexState
             stats_file = directory / GLOBAL_BM25
             scoring = GlobalScoring(GlobalStats.from_json(read_json(stats_file), stats_file))
         shards = []
-        for number, entry in enumerate(entries):
+        for number, (entry, rows) in enumerate(
+            zip(entries, read_shard_rows(directory, entries), strict=True)
+        ):
             path = shard_dir(root, number)
             version = entry["version"]
-            rows = rows_of(entry["rows"])
             state = None
             if version is not None:
                 state = open_shard(path, version, scoring, top=directory, number=number, mmap=mmap)
