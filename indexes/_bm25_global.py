@@ -17,6 +17,11 @@ index's scores, bit for bit, not merely close:
   computes their weights from the global idf and ``avgdl``. A query term the shard lacks is
   still known (BM25+ adds ``delta * idf`` for it to every matching row, as the single index
   does).
+* :func:`save_scored` writes those arrays (``.npy``, the layout of :mod:`indexes._bm25_io`)
+  with each top version, and :func:`load_scored` maps them read-only: opening a sharded index
+  then costs no re-expression and holds no posting in memory (16 bytes a posting, some 50
+  postings a document, would not fit at ten million documents). The statistics change with
+  any shard, so every top version writes every shard's arrays anew.
 
 A shard so scored is read-only (:class:`GlobalStatsBM25`): a change to any shard changes the
 statistics of all, so changes go through the sharded writer, which re-merges them.
@@ -33,7 +38,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes._bm25_corpus import Corpus
-from ragtools.indexes._bm25_math import Postings, Vocabulary, compute_idf, compute_weights
+from ragtools.indexes._bm25_io import ARRAYS
+from ragtools.indexes._bm25_math import Postings, Vocabulary, Weights, compute_idf, compute_weights
+from ragtools.indexes._persist import load_npy, save_npy
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
@@ -97,14 +104,23 @@ class GlobalStats:
         """Add up the shards' counts (the shards hold disjoint rows)."""
         n_live = sum(s.n_live for s in shards)
         total_len = sum(s.total_len for s in shards)
-        names = np.array([t for s in shards for t in s.terms], dtype=object)
-        if len(names) == 0:
+        # One dict numbers the distinct terms (a probe per shard term: far cheaper than
+        # sorting the terms as strings).
+        numbers: dict[str, int] = {}
+        number = numbers.setdefault
+        inverse = np.concatenate(
+            [np.zeros(0, np.int64)]
+            + [
+                np.fromiter((number(t, len(numbers)) for t in s.terms), np.int64, len(s.terms))
+                for s in shards
+            ]
+        )
+        if len(inverse) == 0:
             return cls(n_live, total_len, [], np.zeros(0, np.int64))
+        unique = np.array(list(numbers), dtype=object)
         df = np.concatenate([s.df for s in shards])
         first = np.concatenate([s.first_row for s in shards])
         local = np.concatenate([np.arange(len(s.terms), dtype=np.int64) for s in shards])
-        unique, inverse = np.unique(names, return_inverse=True)
-        inverse = inverse.reshape(-1)
         total_df = np.zeros(len(unique), np.int64)
         np.add.at(total_df, inverse, df)
         # Each term's first occurrence: the smallest (global row, id in that row's shard);
@@ -228,3 +244,67 @@ def with_global_stats(
     )
     shard._ready = shard._make_snapshot(weights)
     return shard
+
+
+def save_scored(shard: GlobalStatsBM25, directory: Path) -> list[str]:
+    """Write ``shard``'s postings and weights (global term ids) as ``.npy`` files in
+    ``directory`` (created); returns their names."""
+    directory.mkdir(parents=True, exist_ok=True)
+    arrays = shard._corpus.arrays(shard._snapshot().weights.weights)
+    for name, dtype in ARRAYS.items():
+        save_npy(directory / f"{name}.npy", np.asarray(arrays[name], dtype=dtype))
+    return [f"{name}.npy" for name in ARRAYS]
+
+
+def load_scored(
+    directory: Path,
+    template: BM25Index,
+    vocab: Vocabulary,
+    idf: tuple[np.ndarray, bool, int],
+    n_rows: int,
+) -> GlobalStatsBM25:
+    """Map what :func:`save_scored` wrote, as a shard of ``n_rows`` rows scoring like
+    ``template`` (tokenizer, variant, parameters) with the global ``vocab`` and ``idf``.
+
+    The files' SHA-256 are those the sealed top manifest lists (checked when it is read);
+    here their dtypes, shapes and pointers are checked, not every posting, which would bring
+    every page of the mapping into memory.
+
+    Raises:
+        IndexLoadError: a missing file, or one that does not fit the others (named).
+    """
+    arrays: dict[str, np.ndarray] = {}
+    for name, dtype in ARRAYS.items():
+        path = directory / f"{name}.npy"
+        array = load_npy(path, mmap=True)
+        if array.dtype != dtype or array.ndim != 1:
+            msg = f"expected a 1-D {dtype} array, found {array.ndim}-D {array.dtype}"
+            raise IndexLoadError(path, msg)
+        arrays[name] = array
+    problem = _shape_problem(arrays, len(vocab), n_rows)
+    if problem is not None:
+        raise IndexLoadError(directory / problem[0], problem[1])
+    shard = GlobalStatsBM25(template.tokenizer, **template.weight_params, k3=template.k3)
+    shard._corpus = Corpus.restore([], arrays)
+    shard._corpus.vocab = vocab
+    weights = Weights(idf[0], arrays["weights"], idf[1], idf[2])
+    shard._ready = shard._make_snapshot(weights)
+    return shard
+
+
+def _shape_problem(
+    arrays: dict[str, np.ndarray], n_terms: int, n_rows: int
+) -> tuple[str, str] | None:
+    """The first (file, problem) among the checks that read no posting, or None."""
+    indptr, nnz = arrays["indptr"], len(arrays["docs"])
+    if len(indptr) != n_terms + 1:
+        return "indptr.npy", f"has {len(indptr)} entries for {n_terms} global terms"
+    if indptr[0] != 0 or indptr[-1] != nnz or np.any(np.diff(indptr) < 0):
+        return "indptr.npy", f"is not a valid pointer array for {nnz} postings"
+    for name in ("tf", "weights"):
+        if len(arrays[name]) != nnz:
+            return f"{name}.npy", f"has {len(arrays[name])} entries, expected {nnz}"
+    for name in ("doc_len", "deleted"):
+        if len(arrays[name]) != n_rows:
+            return f"{name}.npy", f"has {len(arrays[name])} rows, the shard has {n_rows}"
+    return None

@@ -83,7 +83,7 @@ def write_index(
         tmp = directory / f"{name}.npy.tmp"
         save_npy(tmp, np.asarray(arrays[name], dtype=dtype))
         os.replace(tmp, directory / f"{name}.npy")
-    write_json(directory / f"{VOCAB}.tmp", terms)
+    write_json(directory / f"{VOCAB}.tmp", terms, indent=None)
     os.replace(directory / f"{VOCAB}.tmp", directory / VOCAB)
     fsync_dir(directory)
     n_rows = len(arrays["doc_len"])

@@ -6,7 +6,7 @@ term) and ``tf`` (int32 term frequencies). A query touches only the postings of 
 
 For every variant the score of a (term, row) pair does not depend on the query, so it is
 precomputed once per corpus state as ``weights`` (float64, aligned with ``docs``) and a query
-is a gather of its terms' slices plus one ``np.bincount``. BM25+ also adds ``delta * idf`` to
+adds its terms' slices into one score per row. BM25+ also adds ``delta * idf`` to
 *every* row for each query term (rank-bm25's formula); that part is a per-query constant, kept
 out of the weights. Float64 throughout, because Okapi's floored idfs can be negative and a sum
 of mixed signs in float32 would not match rank-bm25 to 1e-6.

@@ -15,6 +15,7 @@ every line once per pass: slower than a list, but in constant memory.
 from __future__ import annotations
 
 import mmap
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import overload
@@ -57,20 +58,23 @@ class ChunkFile(_Rows):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        # Line ends are found by reading the file, not the mapping: a page read through the
+        # mapping stays in this process's resident memory, a page read() only in the cache.
+        ends = []
         try:
             with open(self.path, "rb") as handle:
-                size = self.path.stat().st_size
+                size = os.fstat(handle.fileno()).st_size
                 self._data: mmap.mmap | bytes = (
                     mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
                 )
+                at = 0
+                while block := handle.read(_BLOCK):
+                    ends.append(np.flatnonzero(np.frombuffer(block, np.uint8) == 0x0A) + at)
+                    at += len(block)
         except FileNotFoundError as exc:
             raise IndexLoadError(self.path, "file is missing") from exc
         except OSError as exc:
             raise IndexLoadError(self.path, f"not readable ({exc})") from exc
-        ends = [
-            np.flatnonzero(np.frombuffer(self._data[at : at + _BLOCK], np.uint8) == 0x0A) + at
-            for at in range(0, size, _BLOCK)
-        ]
         self._ends = np.concatenate(ends) if ends else np.zeros(0, np.int64)
         self._starts = np.r_[np.int64(0), self._ends[:-1] + 1].astype(np.int64)
 

@@ -75,7 +75,11 @@ def spill(
 
 
 def read_spill(path: str | Path) -> Iterator[Document]:
-    """The documents :func:`spill` wrote to one shard's file, in their order."""
+    """The documents :func:`spill` wrote to one shard's file, in their order.
+
+    They were validated before they were written, by this build, so they are rebuilt
+    without validating them again (``model_construct``: a third of the cost).
+    """
     with open(path, encoding="utf-8") as handle:
         for line in handle:
-            yield Document.model_validate(json.loads(line))
+            yield Document.model_construct(**json.loads(line))

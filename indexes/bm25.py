@@ -12,8 +12,8 @@ What was chosen, and why:
   times, as rank-bm25 does, and is the default whenever a variant is named; ``BM25Index()``'s
   tuned default saturates (see :data:`DEFAULT_PARAMS`). ``k3`` changes no stored weight.
 * **Storage** is a term-major sparse matrix with the score of every (term, row) pair
-  precomputed (see :mod:`indexes._bm25_math`); a query gathers its terms' postings and sums them
-  with ``np.bincount``.
+  precomputed (see :mod:`indexes._bm25_math`); a query adds its terms' postings into one score
+  per row (:mod:`indexes._bm25_query`).
 * **Incremental**: ``add`` and ``delete`` only update the counts (:mod:`indexes._bm25_corpus`);
   the next query or ``save`` recomputes the weights from the live rows, in time linear in the
   index size, so scores equal a fresh build on the surviving rows. Row ids are stable: a

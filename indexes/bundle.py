@@ -19,7 +19,7 @@ vectors are faiss's own format, and every file's SHA-256 is in ``manifest.json``
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -54,6 +54,14 @@ MANIFEST = "manifest.json"
 CHUNKS = "chunks.jsonl"
 
 
+def chunk_keys_of(chunks: Iterable[Chunk]) -> npt.NDArray[np.int64]:
+    """The 64-bit key of each chunk's id (:attr:`IndexState.chunk_keys`)."""
+    digests = b"".join(
+        hashlib.blake2b(c.id.encode("utf-8"), digest_size=8).digest() for c in chunks
+    )
+    return np.frombuffer(digests, dtype="<i8").astype(np.int64)
+
+
 @dataclass(frozen=True)
 class IndexState:
     """One version of an index, as a search sees it: row ``i`` of both halves is
@@ -71,10 +79,7 @@ class IndexState:
     def chunk_keys(self) -> npt.NDArray[np.int64]:
         """A 64-bit key per row derived from its chunk id (BLAKE2b), so that rankings of
         different indexes can be fused by chunk id with integer arrays."""
-        digests = b"".join(
-            hashlib.blake2b(c.id.encode("utf-8"), digest_size=8).digest() for c in self.chunks
-        )
-        return np.frombuffer(digests, dtype="<i8").astype(np.int64)
+        return chunk_keys_of(self.chunks)
 
     def keyword_ranking(self, query: str, k: int, allow: object = None) -> Ranking:
         """BM25 top ``k`` chunk rows allowed by ``allow`` (see :func:`allow_mask`)."""
@@ -292,11 +297,15 @@ def _check_tracked(path: Path, manifest: dict[str, Any]) -> None:
         raise IndexLoadError(path, "invalid or missing counts")
 
 
-def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> IndexState:
+def load_state(
+    directory: Path, *, mmap: bool, lazy_chunks: bool = False, keyword: bool = True
+) -> IndexState:
     """Read and check one version directory (manifest first, then every half).
 
     ``lazy_chunks`` maps the chunk store and parses a chunk when read (a shard's, so that a
     sharded index's memory does not grow with its chunks; see :mod:`indexes._chunk_file`).
+    ``keyword=False`` leaves the BM25 half unread (a shard's: the top version holds it scored
+    with the global statistics); its files' checksums are still verified.
     """
     manifest = migrate(
         read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True)
@@ -311,7 +320,7 @@ def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> Ind
     if expected != len(chunks):
         msg = f"row counts disagree: manifest says {expected}, {CHUNKS} has {len(chunks)}"
         raise IndexLoadError(directory, msg)
-    bm25 = BM25Index.load(directory / "bm25", mmap=mmap) if settings.keyword else None
+    bm25 = BM25Index.load(directory / "bm25", mmap=mmap) if settings.keyword and keyword else None
     if bm25 is not None and len(bm25) != len(chunks):
         msg = f"row counts disagree: {len(chunks)} chunks, {len(bm25)} BM25 rows"
         raise IndexLoadError(directory / "bm25", msg)
@@ -326,5 +335,5 @@ def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> Ind
         )
     texts = None
     if manifest.get(DOCUMENT_TEXTS):
-        texts = DocumentTexts.open(directory, manifest["files"])
+        texts = DocumentTexts.open(directory, manifest["files"], lazy=lazy_chunks)
     return IndexState(settings, chunks, bm25, vector, manifest, texts)

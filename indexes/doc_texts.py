@@ -19,14 +19,16 @@ their document, or an index written before format 4 and not parsed again) has no
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
-from ragtools.indexes._persist import load_npy, read_json, save_npy, write_json
+from ragtools.indexes._persist import load_npy, read_bytes, read_json, save_npy, write_json
 from ragtools.parsers.errors import IndexLoadError
 
 __all__ = ["TEXTS_DIR", "ChainedTexts", "DocumentTexts", "write_texts"]
@@ -36,17 +38,58 @@ _IDS, _OFFSETS, _TEXTS = "ids.json", "offsets.npy", "texts.txt"
 
 
 class DocumentTexts(Mapping[str, str]):
-    """Document id -> full text of one version, read from its memory-mapped files."""
+    """Document id -> full text of one version, read from its memory-mapped files.
 
-    def __init__(self, ids: list[str], offsets: np.ndarray, blob: bytes | mmap.mmap) -> None:
-        self._row = {doc_id: row for row, doc_id in enumerate(ids)}
+    ``ids`` is the list of document ids, or (``lazy``) the bytes of ``ids.json``, parsed
+    and checked at the first lookup: a shard of a ten-million-document index would
+    otherwise hold every id and a dict of them (some 150 bytes a document) from the moment
+    it is opened, though a search reads no text.
+    """
+
+    def __init__(
+        self, ids: list[str] | bytes, offsets: np.ndarray, blob: bytes | mmap.mmap, where: Path
+    ) -> None:
+        self._ids = ids
+        self._rows: dict[str, int] | None = None
         self._offsets = offsets
         self._blob = blob
+        self._where = where
+        self._lock = threading.Lock()
+        if isinstance(ids, list):
+            self._rows = self._index(ids)
+
+    def _index(self, ids: object) -> dict[str, int]:
+        where = self._where / _IDS
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise IndexLoadError(where, "not a list of document ids")
+        rows = {doc_id: row for row, doc_id in enumerate(ids)}
+        if len(rows) != len(ids):
+            raise IndexLoadError(where, "a document id is listed twice")
+        if self._offsets.shape != (len(ids) + 1,):
+            msg = f"offsets do not cut {_TEXTS} into {len(ids)} texts"
+            raise IndexLoadError(self._where / _OFFSETS, msg)
+        return rows
+
+    @property
+    def _row(self) -> dict[str, int]:
+        if self._rows is None:
+            with self._lock:
+                if self._rows is None and isinstance(self._ids, bytes):
+                    try:
+                        ids = json.loads(self._ids.decode("utf-8"))
+                    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                        msg = f"not readable JSON ({exc})"
+                        raise IndexLoadError(self._where / _IDS, msg) from exc
+                    self._rows, self._ids = self._index(ids), b""
+        assert self._rows is not None
+        return self._rows
 
     @classmethod
-    def open(cls, directory: str | Path, listed: Iterable[str]) -> DocumentTexts:
+    def open(
+        cls, directory: str | Path, listed: Iterable[str], *, lazy: bool = False
+    ) -> DocumentTexts:
         """The texts of the version in ``directory``, whose manifest lists (and so has
-        checked) the files ``listed``.
+        checked) the files ``listed``; ``lazy``: the ids are parsed at the first lookup.
 
         Raises:
             IndexLoadError: a file is not listed or missing, or the ids and offsets do not
@@ -57,11 +100,7 @@ class DocumentTexts(Mapping[str, str]):
         if unlisted:
             msg = f"the manifest stores document texts but does not list {sorted(unlisted)}"
             raise IndexLoadError(folder, msg)
-        ids = read_json(folder / _IDS)
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise IndexLoadError(folder / _IDS, "not a list of document ids")
-        if len(set(ids)) != len(ids):
-            raise IndexLoadError(folder / _IDS, "a document id is listed twice")
+        ids: list[str] | bytes = read_bytes(folder / _IDS) if lazy else read_json(folder / _IDS)
         offsets = load_npy(folder / _OFFSETS, mmap=True)
         try:
             with open(folder / _TEXTS, "rb") as handle:
@@ -71,14 +110,15 @@ class DocumentTexts(Mapping[str, str]):
             raise IndexLoadError(folder / _TEXTS, f"unreadable ({exc})") from exc
         if (
             offsets.dtype != np.int64
-            or offsets.shape != (len(ids) + 1,)
+            or offsets.ndim != 1
+            or len(offsets) == 0
             or offsets[0] != 0
             or offsets[-1] != size
             or bool(np.any(np.diff(offsets) < 0))
         ):
-            msg = f"offsets do not cut {_TEXTS} into {len(ids)} texts"
+            msg = f"offsets do not cut {_TEXTS} into texts"
             raise IndexLoadError(folder / _OFFSETS, msg)
-        return cls(ids, offsets, blob)
+        return cls(ids, offsets, blob, folder)
 
     def __getitem__(self, doc_id: str) -> str:
         row = self._row[doc_id]
@@ -141,7 +181,7 @@ def write_texts(directory: Path, doc_ids: Iterable[str], texts: Mapping[str, str
             written.append(doc_id)
         handle.flush()
         os.fsync(handle.fileno())
-    write_json(folder / _IDS, written)
+    write_json(folder / _IDS, written, indent=None)
     save_npy(folder / _OFFSETS, np.asarray(offsets, dtype=np.int64))
     return _names()
 

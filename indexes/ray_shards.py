@@ -83,14 +83,16 @@ class ShardActor:
 
     Args:
         path: the shard's bundle directory; version: the version the top manifest names.
-        stats_file: the top version's global statistics (``None``: no keyword half).
+        top: the top version directory; number: the shard's number.
+        keyword: whether the index has a keyword half (scored with the top's statistics).
     """
 
-    def __init__(self, path: str, version: str, stats_file: str | None) -> None:
+    def __init__(self, path: str, version: str, top: str, number: int, keyword: bool) -> None:
         scoring = None
-        if stats_file is not None:
+        if keyword:
+            stats_file = Path(top) / GLOBAL_BM25
             scoring = GlobalScoring(GlobalStats.from_json(read_json(stats_file), stats_file))
-        self.state = open_shard(Path(path), version, scoring)
+        self.state = open_shard(Path(path), version, scoring, top=Path(top), number=number)
 
     def keyword(self, query: str, k: int, mask: Mask | None) -> tuple[np.ndarray, np.ndarray]:
         """BM25 top ``k`` of this shard: (rows, scores)."""
@@ -140,10 +142,9 @@ def serve_on_ray(index: ShardedIndex, address: str | None = None) -> RaySearch:
     """
     ray = connect(address)
     remote = ray.remote(num_cpus=0)(ShardActor)
-    stats_file = index.version_dir / GLOBAL_BM25
-    stats = str(stats_file) if index.settings.keyword else None
+    top, keyword = str(index.version_dir), index.settings.keyword
     actors = [
-        remote.remote(str(s.path), s.version, stats)
+        remote.remote(str(s.path), s.version, top, s.number, keyword)
         for s in index.shards
         if s.state is not None and s.version is not None
     ]

@@ -24,19 +24,22 @@ from typing import Any
 import numpy as np
 
 from ragtools.indexes._bm25_global import GlobalStats, ShardCounts
-from ragtools.indexes._persist import read_json, write_json, write_manifest
+from ragtools.indexes._persist import read_json, save_npy, write_json, write_manifest
 from ragtools.indexes._shard_spill import read_spill, spill, staging
+from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.shards import (
     GLOBAL_BM25,
+    SHARD_ROWS,
     SHARDED_FORMAT,
     SHARDED_FORMAT_VERSION,
     SHARDS_MANIFEST,
+    GlobalScoring,
     ShardedIndex,
     is_sharded,
-    runs_of,
+    rows_by_shard,
     shard_dir,
     shard_of,
 )
@@ -274,15 +277,14 @@ def _pins(path: str | Path, n: int) -> list[str | None]:
     return [pinned[s] if s < len(pinned) else None for s in range(n)]
 
 
-def _place(units: Sequence[int] | np.ndarray, built: Sequence[BuiltShard]) -> list[np.ndarray]:
-    """Global rows of every shard's chunks: ``units`` (the shard of each file or document, in
-    global order) laid out with their chunk counts, each shard's in its own order."""
-    shard_of_unit = np.asarray(units, dtype=np.int64).reshape(-1)
+def _place(units: Sequence[int] | np.ndarray, built: Sequence[BuiltShard]) -> np.ndarray:
+    """The shard of every global row (int32): ``units`` (the shard of each file or document,
+    in global order) laid out with their chunk counts."""
+    shard_of_unit = np.asarray(units, dtype=np.int32).reshape(-1)
     counts = np.zeros(len(shard_of_unit), np.int64)
     for s, b in enumerate(built):
         counts[shard_of_unit == s] = b.unit_chunks
-    shard_of_row = np.repeat(shard_of_unit, counts)  # global rows, in order
-    return [np.flatnonzero(shard_of_row == s) for s in range(len(built))]
+    return np.repeat(shard_of_unit, counts)
 
 
 def finish(
@@ -294,7 +296,8 @@ def finish(
     embedder: Embedder | None,
 ) -> ShardedIndex:
     """Merge the statistics and write the top version that makes ``built`` live together."""
-    placed = _place(units, built)
+    shard_of_row = _place(units, built)
+    placed = rows_by_shard(shard_of_row, len(built))
     if not any(len(r) for r in placed):
         msg = f"{path}: no text to index (all sources empty, unreadable or without text)"
         raise ConfigError(msg)
@@ -317,7 +320,7 @@ def finish(
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "settings": settings.model_dump(mode="json"),
         "shards": [
-            {"version": b.version, "rows": runs_of(rows)}
+            {"version": b.version, "chunks": len(rows)}
             for b, rows in zip(built, placed, strict=True)
         ],
         "embedder": embedder_info,
@@ -334,10 +337,17 @@ def finish(
     }
 
     def write(directory: Path) -> None:
-        files = []
+        save_npy(directory / SHARD_ROWS, shard_of_row)
+        files = [SHARD_ROWS]
         if stats is not None:
-            write_json(directory / GLOBAL_BM25, stats.to_json())
+            write_json(directory / GLOBAL_BM25, stats.to_json(), indent=None)
             files.append(GLOBAL_BM25)
+            scoring = GlobalScoring(stats)
+            for b in built:  # one shard's BM25 in memory at a time
+                if b.version is not None:
+                    where = shard_dir(path, b.number) / VERSIONS / b.version / "bm25"
+                    local = BM25Index.load(where, mmap=True)
+                    files += scoring.save(local, directory, b.number, where)
         write_manifest(
             directory, SHARDS_MANIFEST, fmt=SHARDED_FORMAT, version=SHARDED_FORMAT_VERSION,
             files=files, data=data, sealed=True,

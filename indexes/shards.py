@@ -5,9 +5,12 @@ Layout on disk::
     INDEX/
       CURRENT, versions/v-N/   top versions, written and switched like any version
                                (:mod:`indexes.versions`); each holds
-        shards.json            the sealed top manifest: settings, every shard's directory,
-                               the version of it this top version uses, and its rows
+        shards.json            the sealed top manifest: settings, every shard's directory
+                               and the version of it this top version uses
+        shard_rows.npy         the shard of every row (int32, in global row order)
         global_bm25.json       the global statistics (:class:`~indexes._bm25_global.GlobalStats`)
+        bm25/shard-000/        that shard's BM25 postings and weights in the global term
+                               space (``.npy``, mapped at open; :mod:`indexes._shard_scoring`)
       shards/shard-000/        an ordinary index bundle, with its own versions
       cache/embeddings/        the query embedding cache
 
@@ -23,8 +26,8 @@ same chunk ids in the same order with the same scores:
   scores are the single index's, bit for bit;
 * vectors are searched per shard (flat: exact) and give the same scores;
 * rows are numbered as one index numbers them (files in sorted order, documents in the order
-  given), each shard's rows being a subsequence, stored as runs (``[first, count]``) in the
-  top manifest. The merge keeps the ``k`` best by score, ties by that global row: the rule of
+  given), each shard's rows being a subsequence, stored as the shard of every row. The
+  merge keeps the ``k`` best by score, ties by that global row: the rule of
   :class:`~indexes.ranking.Ranking` in a single index.
 
 Shards are searched concurrently: by a thread per shard in this process, or by Ray actors
@@ -44,12 +47,13 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import GlobalStats, with_global_stats
-from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes._bm25_global import GlobalStats
 from ragtools.indexes._chunk_file import ShardedChunks
 from ragtools.indexes._persist import read_json, read_manifest
+from ragtools.indexes._shard_rows import SHARD_ROWS, read_shard_rows, rows_by_shard
+from ragtools.indexes._shard_scoring import GlobalScoring, scored_dir
 from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.bundle import Index, IndexState, load_state
+from ragtools.indexes.bundle import Index, IndexState, chunk_keys_of, load_state
 from ragtools.indexes.doc_texts import ChainedTexts
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.ranking import Mask, Ranking
@@ -69,14 +73,16 @@ __all__ = [
     "SHARDED_FORMAT",
     "SHARDED_FORMAT_VERSION",
     "SHARDS_MANIFEST",
+    "SHARD_ROWS",
     "GlobalScoring",
     "Shard",
     "ShardSearch",
     "ShardedIndex",
     "is_sharded",
     "open_shard",
-    "rows_of",
-    "runs_of",
+    "read_shard_rows",
+    "rows_by_shard",
+    "scored_dir",
     "shard_dir",
     "shard_of",
 ]
@@ -84,7 +90,7 @@ __all__ = [
 SHARDS_MANIFEST = "shards.json"
 GLOBAL_BM25 = "global_bm25.json"
 SHARDED_FORMAT = "ragtools-sharded-index"
-SHARDED_FORMAT_VERSION = 1
+SHARDED_FORMAT_VERSION = 2
 
 Rows = npt.NDArray[np.int64]
 
@@ -105,23 +111,6 @@ def is_sharded(version_dir: Path) -> bool:
     return (version_dir / SHARDS_MANIFEST).is_file()
 
 
-def runs_of(rows: Rows) -> list[list[int]]:
-    """Ascending global rows as ``[first, count]`` runs (compact in JSON)."""
-    if len(rows) == 0:
-        return []
-    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    starts = np.r_[0, breaks]
-    ends = np.r_[breaks, len(rows)]
-    return [[int(rows[s]), int(e - s)] for s, e in zip(starts, ends, strict=True)]
-
-
-def rows_of(runs: Sequence[Sequence[int]]) -> Rows:
-    """The global rows of :func:`runs_of`'s runs."""
-    if not runs:
-        return np.zeros(0, np.int64)
-    return np.concatenate([np.arange(a, a + n, dtype=np.int64) for a, n in runs])
-
-
 @dataclass(frozen=True)
 class Shard:
     """One shard as a search sees it: its state (``None`` when it holds no rows) and the
@@ -134,27 +123,17 @@ class Shard:
     global_rows: Rows
 
 
-class GlobalScoring:
-    """The global statistics with what every shard's BM25 shares: the vocabulary (one
-    dict for all shards of a process) and the idf, built once per variant."""
-
-    def __init__(self, stats: GlobalStats) -> None:
-        self.stats = stats
-        self.vocab = Vocabulary(stats.terms)
-        self._idf: dict[tuple[str, float], tuple[np.ndarray, bool, int]] = {}
-
-    def apply(self, bm25: BM25Index, where: Path) -> BM25Index:
-        """``bm25`` scoring with the global statistics."""
-        key = (bm25.variant, bm25.epsilon)
-        if key not in self._idf:
-            self._idf[key] = self.stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
-        return with_global_stats(bm25, self.stats, self.vocab, self._idf[key], where=where)
-
-
 def open_shard(
-    path: Path, version: str, scoring: GlobalScoring | None, *, mmap: bool = True
+    path: Path,
+    version: str,
+    scoring: GlobalScoring | None,
+    *,
+    top: Path,
+    number: int,
+    mmap: bool = True,
 ) -> IndexState:
-    """Load one version of a shard, its BM25 scoring with the global statistics.
+    """Load one version of a shard, its BM25 scoring with the global statistics (as the top
+    version ``top`` holds it for shard ``number``).
 
     Raises:
         IndexLoadError: a missing or damaged file of the shard (named).
@@ -165,12 +144,13 @@ def open_shard(
             msg = "the shard version named by the top manifest is missing"
             raise IndexLoadError(directory, msg)
         try:
-            state = load_state(directory, mmap=mmap, lazy_chunks=mmap)
+            state = load_state(directory, mmap=mmap, lazy_chunks=mmap, keyword=False)
         except OSError as exc:
             raise IndexLoadError(directory, f"unreadable ({exc})") from exc
-    if state.bm25 is None or scoring is None:
+    if not state.settings.keyword or scoring is None:
         return state
-    return replace(state, bm25=scoring.apply(state.bm25, directory))
+    template = state.settings.new_bm25()
+    return replace(state, bm25=scoring.load(template, top, number, len(state.chunks)))
 
 
 class ShardSearch(Protocol):
@@ -265,6 +245,33 @@ class ShardedVectors:
         return merged.merge(merged.search.vector(query, k, merged.masks(allow)), k)
 
 
+class RowKeys:
+    """The chunk keys of a sharded index's rows (:attr:`IndexState.chunk_keys`), computed
+    for the rows asked: all of them would parse every chunk of every shard (minutes and
+    gigabytes at ten million rows) when a query needs the keys of its hits only."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._chunks = chunks
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, rows: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        wanted = np.asarray(rows, dtype=np.int64)
+        keys = chunk_keys_of(self._chunks[row] for row in wanted.reshape(-1).tolist())
+        return keys.reshape(wanted.shape)
+
+
+@dataclass(frozen=True)
+class ShardedState(IndexState):
+    """A sharded index's :class:`~indexes.bundle.IndexState`: its chunk keys are
+    :class:`RowKeys`, indexed like the array of a single index's state."""
+
+    @property
+    def chunk_keys(self) -> npt.NDArray[np.int64]:  # type: ignore[override]
+        return cast(npt.NDArray[np.int64], RowKeys(self.chunks))
+
+
 def sharded_state(
     settings: IndexSettings,
     shards: Sequence[Shard],
@@ -282,7 +289,7 @@ def sharded_state(
         vector = cast(WindowedVectorIndex, ShardedVectors(merged))
     texts = [s.state.texts for s in merged.shards if s.state is not None]
     stored = [t for t in texts if t is not None]  # each document lives in one shard
-    return IndexState(
+    return ShardedState(
         settings, cast(list[Chunk], chunks), bm25, vector, manifest,
         ChainedTexts(stored) if stored else None,
     )  # fmt: skip
@@ -307,11 +314,14 @@ def read_sharded(root: Path, directory: Path, *, mmap: bool) -> tuple[IndexState
             stats_file = directory / GLOBAL_BM25
             scoring = GlobalScoring(GlobalStats.from_json(read_json(stats_file), stats_file))
         shards = []
-        for number, entry in enumerate(entries):
+        for number, (entry, rows) in enumerate(
+            zip(entries, read_shard_rows(directory, entries), strict=True)
+        ):
             path = shard_dir(root, number)
             version = entry["version"]
-            rows = rows_of(entry["rows"])
-            state = None if version is None else open_shard(path, version, scoring, mmap=mmap)
+            state = None
+            if version is not None:
+                state = open_shard(path, version, scoring, top=directory, number=number, mmap=mmap)
             held = 0 if state is None else len(state.chunks)
             if len(rows) != held:
                 msg = f"shard {number} has {held} chunks, the top manifest says {len(rows)}"

@@ -17,10 +17,10 @@ Choices, and why:
   characters, acronym plurals cut) were chosen by nDCG@10 on SciFact's *train* queries with
   ``eval/tune_bm25.py``; ``Tokenizer(stopwords="lucene", min_length=1, acronym_plurals=False)``
   gives the bm25s/Lucene-style tokens of the reference figures.
-* **Stemming**: Snowball via PyStemmer. Every distinct word is stemmed once: a per-instance
-  cache maps a lowercased word straight to its final token ("" for a dropped word), so the hot
-  loop is one regex ``findall`` plus one dict lookup per word. The cache is bounded
-  (:data:`CACHE_SIZE`) and cleared when full.
+* **Stemming**: Snowball via PyStemmer. Every distinct word is stemmed once: a cache maps a
+  lowercased word straight to its final token ("" for a dropped word), so the hot loop is one
+  regex ``findall`` plus one dict lookup per word. The cache is bounded (:data:`CACHE_SIZE`)
+  and cleared when full; tokenizers with the same settings share it.
 * **CJK**: Chinese, Japanese and Korean scripts do not separate words with spaces, so a
   ``\\w`` split would make a whole sentence one token and Chinese queries would score zero.
   Runs of Han, Hiragana, Katakana and Hangul characters are cut into overlapping character
@@ -80,6 +80,14 @@ _SETTINGS = (
     "nfkc",
     "acronym_plurals",
 )
+
+
+_SHARED_CACHES = 4
+_SHARED: dict[tuple[Any, ...], _PieceCache] = {}
+"""The caches of the tokenizers made last, by settings: a tokenizer with the same settings
+shares its cache (the pieces' tokens depend on nothing else), so the shards of an index,
+built one after another, or an index and its queries' tokenizer, tokenize a word once."""
+_SHARED_LOCK = threading.Lock()
 
 
 class _PieceCache(dict[str, str]):
@@ -215,14 +223,22 @@ class Tokenizer:
         if cjk == "jieba":
             jieba = require("jieba", "cjk")
             self._segment = jieba.lcut_for_search
-        self._cache = _PieceCache(
-            self._stopword_set,
-            stem,
-            self.min_length,
-            self._segment,
-            lowercase=self.lowercase,
-            acronym_plurals=self.acronym_plurals,
-        )
+        key = tuple(tuple(v) if isinstance(v, list) else v for v in self.to_dict().values())
+        with _SHARED_LOCK:
+            cache = _SHARED.pop(key, None)
+            if cache is None:
+                cache = _PieceCache(
+                    self._stopword_set,
+                    stem,
+                    self.min_length,
+                    self._segment,
+                    lowercase=self.lowercase,
+                    acronym_plurals=self.acronym_plurals,
+                )
+            _SHARED[key] = cache  # the newest last
+            while len(_SHARED) > _SHARED_CACHES:
+                del _SHARED[next(iter(_SHARED))]
+        self._cache = cache
 
     @staticmethod
     def _resolve_stopwords(

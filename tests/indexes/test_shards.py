@@ -210,3 +210,111 @@ def test_empty_shards_and_failed_files(tmp_path: Path) -> None:
     assert [f.path for f in sharded.failures] == [f.path for f in single.failures]
     assert_same_results(single, sharded)
     assert_same_results(single, Index.open(root, embedder=embedder))
+
+
+def test_each_shard_scores_from_mapped_files_of_the_top_version(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """Opening maps every shard's globally scored postings from the top version (nothing is
+    re-laid out in memory); a missing, damaged or mis-shaped file names the shard and file."""
+    import shutil
+
+    from ragtools.indexes.shards import scored_dir
+
+    root = tmp_path / "many"
+    Index.build([corpus], root, shards=2, vector=False, **settings())
+    single = Index.build([corpus], tmp_path / "one", vector=False, **settings())
+    opened = Index.open(root)
+    assert isinstance(opened, ShardedIndex)
+    for shard in opened.shards:
+        assert shard.state is not None and shard.state.bm25 is not None
+        snapshot = shard.state.bm25._snapshot()
+        for array in (snapshot.postings.docs, snapshot.weights.weights):
+            assert isinstance(array.base, np.memmap)  # mapped, not read
+    for query in QUERIES:
+        for flt in FILTERS:
+            assert hits_of(opened, query, "keyword", flt) == hits_of(single, query, "keyword", flt)
+    scored = scored_dir(current_version(root), 1)
+    saved = tmp_path / "saved"
+    shutil.copytree(scored, saved)
+    (scored / "weights.npy").unlink()
+    with pytest.raises(IndexLoadError, match=r"shard-001.*weights\.npy"):
+        Index.open(root)
+    weights = np.load(saved / "weights.npy")
+    np.save(scored / "weights.npy", weights + 1.0)  # tampered: the checksum differs
+    with pytest.raises(IndexLoadError, match=r"shard-001.*weights\.npy.*checksum"):
+        Index.open(root)
+
+
+def test_a_scored_file_that_does_not_fit_its_shard_is_named(tmp_path: Path, corpus: Path) -> None:
+    from ragtools.indexes._bm25_global import GlobalStats
+    from ragtools.indexes.shards import GlobalScoring, scored_dir
+
+    root = tmp_path / "many"
+    index = Index.build([corpus], root, shards=2, vector=False, **settings())
+    assert isinstance(index, ShardedIndex)
+    top = current_version(root)
+    scoring = GlobalScoring(
+        GlobalStats.from_json(json.loads((top / "global_bm25.json").read_text()), "x")
+    )
+    directory = scored_dir(top, 0)
+    np.save(directory / "doc_len.npy", np.load(directory / "doc_len.npy")[:-1])
+    template = index.settings.new_bm25()
+    rows = len(index.shards[0].global_rows)
+    with pytest.raises(IndexLoadError, match=r"shard-000.*doc_len\.npy.*rows"):
+        scoring.load(template, top, 0, rows)
+    np.save(directory / "indptr.npy", np.load(directory / "indptr.npy")[:-1])
+    with pytest.raises(IndexLoadError, match=r"shard-000.*indptr\.npy"):
+        scoring.load(template, top, 0, rows)
+
+
+def test_the_rows_of_each_shard_are_read_from_both_formats(tmp_path: Path, corpus: Path) -> None:
+    """Format 2 stores the shard of every row (shard_rows.npy); a format 1 top version (runs
+    of rows in shards.json) still opens to the same results; bad shard numbers are named."""
+    from ragtools.indexes._persist import read_json, save_npy, write_manifest
+    from ragtools.indexes.shards import SHARD_ROWS, SHARDED_FORMAT, SHARDS_MANIFEST
+
+    root = tmp_path / "many"
+    built = Index.build([corpus], root, shards=3, vector=False, **settings())
+    assert isinstance(built, ShardedIndex)
+    single = Index.build([corpus], tmp_path / "one", vector=False, **settings())
+    top = current_version(root)
+    owner = np.load(top / SHARD_ROWS)
+    for shard in built.shards:
+        assert np.array_equal(np.flatnonzero(owner == shard.number), shard.global_rows)
+    manifest = read_json(top / SHARDS_MANIFEST)
+    for entry, shard in zip(manifest["shards"], built.shards, strict=True):
+        rows = shard.global_rows.tolist()
+        entry["rows"] = [[r, 1] for r in rows]  # runs of one row: valid format 1 runs
+        del entry["chunks"]
+    files = [f for f in manifest["files"] if f != SHARD_ROWS]
+    body = {k: v for k, v in manifest.items() if k not in ("files", "manifest_sha256")}
+    (top / SHARD_ROWS).unlink()
+    write_manifest(
+        top, SHARDS_MANIFEST, fmt=SHARDED_FORMAT, version=1, files=files, data=body, sealed=True
+    )
+    legacy = Index.open(root)
+    for query in QUERIES:
+        assert hits_of(legacy, query, "keyword", None) == hits_of(single, query, "keyword", None)
+    root2 = tmp_path / "again"
+    Index.build([corpus], root2, shards=3, vector=False, **settings())
+    top2 = current_version(root2)
+    bad = np.load(top2 / SHARD_ROWS)
+    bad[0] = 7
+    save_npy(top2 / SHARD_ROWS, bad)
+    with pytest.raises(IndexLoadError, match=r"shard_rows\.npy.*checksum"):
+        Index.open(root2)
+
+
+def test_shard_numbers_outside_the_index_are_named(tmp_path: Path) -> None:
+    from ragtools.indexes._persist import save_npy
+    from ragtools.indexes._shard_rows import SHARD_ROWS, read_shard_rows
+
+    save_npy(tmp_path / SHARD_ROWS, np.array([0, 1, 2, 1], dtype=np.int32))
+    rows = read_shard_rows(tmp_path, [{}, {}, {}])
+    assert [r.tolist() for r in rows] == [[0], [1, 3], [2]]
+    with pytest.raises(IndexLoadError, match=r"shard_rows\.npy.*outside \[0, 2\)"):
+        read_shard_rows(tmp_path, [{}, {}])
+    save_npy(tmp_path / SHARD_ROWS, np.array([0, 1], dtype=np.int64))
+    with pytest.raises(IndexLoadError, match=r"shard_rows\.npy.*int32"):
+        read_shard_rows(tmp_path, [{}, {}])

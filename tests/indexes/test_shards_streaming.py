@@ -122,7 +122,7 @@ def test_a_sharded_index_opens_without_parsing_its_chunks(
     sharded = Index.open(tmp_path / "many")
     assert parsed == 0 and len(sharded.chunks) == N_DOCS
     hits = KeywordRetriever(sharded, k=3).invoke("theta kappa")
-    assert 0 < parsed < N_DOCS + 3 + 1  # the hits (and, once, the rows' chunk keys)
+    assert parsed == 3  # the hits' chunks only (no chunk key of every row)
     expected = KeywordRetriever(single, k=3).invoke("theta kappa")
     assert [(h.chunk_id, h.score) for h in hits] == [(h.chunk_id, h.score) for h in expected]
     assert sharded.chunks[-1] == single.chunks[-1] and sharded.chunks[2:5] == single.chunks[2:5]
@@ -147,3 +147,32 @@ def test_chunk_file_reads_what_the_store_wrote(tmp_path: Path) -> None:
         ChunkFile(tmp_path / "bad.jsonl")[0]
     with pytest.raises(IndexLoadError, match="missing"):
         ChunkFile(tmp_path / "absent.jsonl")
+
+
+def test_a_shards_document_ids_are_read_at_the_first_text_lookup(tmp_path: Path) -> None:
+    """Opening holds no document id of any shard; a lookup reads its shard's ids then, and
+    ids that do not fit the stored texts are named when they are read."""
+    from ragtools.indexes.doc_texts import ChainedTexts, DocumentTexts
+    from ragtools.parsers import IndexLoadError
+
+    docs = [document(i) for i in range(N_DOCS)]
+    Index.from_documents(iter(docs), tmp_path / "many", shards=N_SHARDS, vector=False)
+    sharded = Index.open(tmp_path / "many")
+    texts = sharded.state.texts
+    assert isinstance(texts, ChainedTexts)
+    parts = [p for p in texts.parts if isinstance(p, DocumentTexts)]
+    assert len(parts) == N_SHARDS and all(p._rows is None for p in parts)
+    assert texts[docs[5].id] == docs[5].text and len(texts) == N_DOCS
+    assert all(p._rows is not None for p in parts)
+    version = next(p for p in parts if docs[5].id in p)._where.parent
+    ids = version / "documents" / "ids.json"
+    lazy = DocumentTexts.open(
+        version, ["documents/" + n for n in ("ids.json", "offsets.npy", "texts.txt")], lazy=True
+    )
+    ids.write_text('["only-one"]', "utf-8")  # read at open as bytes: the change is not seen
+    assert docs[5].id in lazy
+    again = DocumentTexts.open(
+        version, ["documents/" + n for n in ("ids.json", "offsets.npy", "texts.txt")], lazy=True
+    )
+    with pytest.raises(IndexLoadError, match=r"offsets\.npy.*offsets do not cut"):
+        again[docs[5].id]

@@ -204,3 +204,14 @@ def test_any_text_gives_clean_tokens(text: str) -> None:
     tokens = Tokenizer()(text)
     assert all(token and not any(ch.isspace() for ch in token) for token in tokens)
     assert Tokenizer()(text) == tokens
+
+
+def test_tokenizers_with_the_same_settings_share_their_cache() -> None:
+    """A word is tokenised once for every tokenizer of the same settings (the shards of one
+    index), and never through the cache of other settings."""
+    first, second = Tokenizer(), Tokenizer()
+    other = Tokenizer(stemmer=None)
+    assert first("The runners were running") == ["runner", "run"]
+    assert second._cache is first._cache and "running" in second._cache
+    assert other._cache is not first._cache
+    assert other("The runners were running") == ["runners", "running"]
