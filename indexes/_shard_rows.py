@@ -19,8 +19,6 @@ import numpy.typing as npt
 from ragtools.indexes._persist import load_npy
 from ragtools.parsers.errors import IndexLoadError
 
-__all__ = ["SHARD_ROWS", "read_shard_rows", "rows_by_shard", "rows_of"]
-
 SHARD_ROWS = "shard_rows.npy"
 
 Rows = npt.NDArray[np.int64]

@@ -17,8 +17,6 @@ from ragtools.indexes._bm25_global import GlobalStats, load_scored, save_scored,
 from ragtools.indexes._bm25_math import Vocabulary
 from ragtools.indexes.bm25 import BM25Index
 
-__all__ = ["GlobalScoring", "scored_dir"]
-
 
 class GlobalScoring:
     """The global statistics with what every shard's BM25 shares: the vocabulary (one
