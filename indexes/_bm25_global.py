@@ -38,9 +38,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes._bm25_corpus import Corpus
-from ragtools.indexes._bm25_io import ARRAYS
+from ragtools.indexes._bm25_io import ARRAYS, load_arrays
 from ragtools.indexes._bm25_math import Postings, Vocabulary, Weights, compute_idf, compute_weights
-from ragtools.indexes._persist import load_npy, save_npy
+from ragtools.indexes._persist import save_npy
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
@@ -273,38 +273,10 @@ def load_scored(
     Raises:
         IndexLoadError: a missing file, or one that does not fit the others (named).
     """
-    arrays: dict[str, np.ndarray] = {}
-    for name, dtype in ARRAYS.items():
-        path = directory / f"{name}.npy"
-        array = load_npy(path, mmap=True)
-        if array.dtype != dtype or array.ndim != 1:
-            msg = f"expected a 1-D {dtype} array, found {array.ndim}-D {array.dtype}"
-            raise IndexLoadError(path, msg)
-        arrays[name] = array
-    problem = _shape_problem(arrays, len(vocab), n_rows)
-    if problem is not None:
-        raise IndexLoadError(directory / problem[0], problem[1])
+    arrays = load_arrays(directory, len(vocab), n_rows, mmap=True, read_postings=False)
     shard = GlobalStatsBM25(template.tokenizer, **template.weight_params, k3=template.k3)
     shard._corpus = Corpus.restore([], arrays)
     shard._corpus.vocab = vocab
     weights = Weights(idf[0], arrays["weights"], idf[1], idf[2])
     shard._ready = shard._make_snapshot(weights)
     return shard
-
-
-def _shape_problem(
-    arrays: dict[str, np.ndarray], n_terms: int, n_rows: int
-) -> tuple[str, str] | None:
-    """The first (file, problem) among the checks that read no posting, or None."""
-    indptr, nnz = arrays["indptr"], len(arrays["docs"])
-    if len(indptr) != n_terms + 1:
-        return "indptr.npy", f"has {len(indptr)} entries for {n_terms} global terms"
-    if indptr[0] != 0 or indptr[-1] != nnz or np.any(np.diff(indptr) < 0):
-        return "indptr.npy", f"is not a valid pointer array for {nnz} postings"
-    for name in ("tf", "weights"):
-        if len(arrays[name]) != nnz:
-            return f"{name}.npy", f"has {len(arrays[name])} entries, expected {nnz}"
-    for name in ("doc_len", "deleted"):
-        if len(arrays[name]) != n_rows:
-            return f"{name}.npy", f"has {len(arrays[name])} rows, the shard has {n_rows}"
-    return None

@@ -142,6 +142,20 @@ def read_index(directory: str | Path, *, mmap: bool, verify: bool) -> Stored:
         raise IndexLoadError(directory / VOCAB, "expected a JSON list of term strings")
     if len(set(terms)) != len(terms):
         raise IndexLoadError(directory / VOCAB, "the vocabulary has duplicate terms")
+    arrays = load_arrays(directory, len(terms), n_rows, mmap=mmap)
+    return Stored(params, terms, arrays, manifest_path)
+
+
+def load_arrays(
+    directory: Path, n_terms: int, n_rows: int, *, mmap: bool, read_postings: bool = True
+) -> dict[str, np.ndarray]:
+    """The index arrays in ``directory``, checked to fit ``n_terms`` terms and ``n_rows``
+    rows; ``read_postings=False`` skips the checks that read every posting (ranges of row
+    ids, frequencies and lengths), which would bring every page of a mapping into memory.
+
+    Raises:
+        IndexLoadError: a missing file, or one that does not fit the others (named).
+    """
     arrays: dict[str, np.ndarray] = {}
     for name, dtype in ARRAYS.items():
         path = directory / f"{name}.npy"
@@ -150,26 +164,20 @@ def read_index(directory: str | Path, *, mmap: bool, verify: bool) -> Stored:
             msg = f"expected a 1-D {dtype} array, found {array.ndim}-D {array.dtype}"
             raise IndexLoadError(path, msg)
         arrays[name] = array
-    _check_consistency(directory, arrays, len(terms), n_rows)
-    return Stored(params, terms, arrays, manifest_path)
-
-
-def _check_consistency(
-    directory: Path, arrays: dict[str, np.ndarray], n_terms: int, n_rows: int
-) -> None:
-    problem = _find_inconsistency(arrays, n_terms, n_rows)
+    problem = _find_inconsistency(arrays, n_terms, n_rows, read_postings)
     if problem is not None:
         fname, msg = problem
         raise IndexLoadError(directory / fname, msg)
+    return arrays
 
 
 def _find_inconsistency(
-    arrays: dict[str, np.ndarray], n_terms: int, n_rows: int
+    arrays: dict[str, np.ndarray], n_terms: int, n_rows: int, read_postings: bool
 ) -> tuple[str, str] | None:
     """The first (file, problem) found, or None when the arrays fit together."""
     indptr, docs = arrays["indptr"], arrays["docs"]
     if len(indptr) != n_terms + 1:
-        return "indptr.npy", f"has {len(indptr)} entries for {n_terms} terms in {VOCAB}"
+        return "indptr.npy", f"has {len(indptr)} entries for {n_terms} terms"
     nnz = len(docs)
     if indptr[0] != 0 or indptr[-1] != nnz or np.any(np.diff(indptr) < 0):
         return "indptr.npy", f"is not a valid pointer array for {nnz} postings"
@@ -178,7 +186,9 @@ def _find_inconsistency(
             return f"{name}.npy", f"has {len(arrays[name])} entries, expected {nnz}"
     for name in ("doc_len", "deleted"):
         if len(arrays[name]) != n_rows:
-            return f"{name}.npy", f"has {len(arrays[name])} rows, the manifest says {n_rows}"
+            return f"{name}.npy", f"has {len(arrays[name])} rows, expected {n_rows}"
+    if not read_postings:
+        return None
     if nnz and (int(docs.min()) < 0 or int(docs.max()) >= n_rows):
         return "docs.npy", f"holds row ids outside [0, {n_rows})"
     if nnz and int(arrays["tf"].min()) < 1:
