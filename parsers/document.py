@@ -54,6 +54,11 @@ def stable_id(*parts: object) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
 
 
+def _chunk_id(doc_id: str, start: int, end: int, text: str) -> str:
+    """A chunk's id: stable over its document, offsets and text."""
+    return stable_id("chunk", doc_id, start, end, text)
+
+
 class Document(BaseModel):
     """One unit of parsed text: a whole text file, or one page of a PDF.
 
@@ -123,8 +128,22 @@ class Chunk(BaseModel):
         if data.get("end", -1) == -1:
             data["end"] = start + len(data.get("text", ""))
         if not data.get("id"):
-            data["id"] = stable_id("chunk", data["doc_id"], start, data["end"], data["text"])
+            data["id"] = _chunk_id(data["doc_id"], start, data["end"], data["text"])
         return data
+
+    @classmethod
+    def unchecked(
+        cls, doc_id: str, text: str, start: int, end: int, metadata: dict[str, JsonValue]
+    ) -> Chunk:
+        """A chunk built without validation, its id derived as validation derives it.
+
+        For fields known to be valid: a validated document's, cut at offsets that span the
+        text (validating costs as much as splitting itself on short documents).
+        """
+        chunk_id = _chunk_id(doc_id, start, end, text)
+        return cls.model_construct(
+            id=chunk_id, doc_id=doc_id, text=text, start=start, end=end, metadata=metadata
+        )
 
     @model_validator(mode="after")
     def _check_offsets(self) -> Chunk:

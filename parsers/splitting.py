@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from ragtools.parsers.document import Chunk, Document, stable_id
+from ragtools.parsers.document import Chunk, Document
 from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.outline import OUTLINE_KEY, heading_path, section_bounds
 
@@ -242,19 +242,9 @@ def split(
             for start, end in splitter.windows(pieces):
                 if outline is not None:
                     metadata["headings"] = list[JsonValue](heading_path(outline, end - 1))
-                # Built without validation: the fields are a validated document's, cut at
-                # offsets that span the text by construction (validating costs as much as
-                # the splitting itself on short documents).
-                piece = text[start:end]
+                # A validated document's fields, cut at offsets that span its text.
                 chunks.append(
-                    Chunk.model_construct(
-                        id=stable_id("chunk", document.id, start, end, piece),
-                        doc_id=document.id,
-                        text=piece,
-                        start=start,
-                        end=end,
-                        metadata=dict(metadata),
-                    )
+                    Chunk.unchecked(document.id, text[start:end], start, end, dict(metadata))
                 )
     logger.debug("split into %d chunks (chunk_size=%d)", len(chunks), chunk_size)
     return chunks
