@@ -45,6 +45,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
+import cachetools
+
 from ragtools.indexes.stopwords import BUILTIN_STOPWORDS
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
@@ -82,8 +84,7 @@ _SETTINGS = (
 )
 
 
-_SHARED_CACHES = 4
-_SHARED: dict[tuple[Any, ...], _PieceCache] = {}
+_SHARED: cachetools.LRUCache[tuple[Any, ...], _PieceCache] = cachetools.LRUCache(maxsize=4)
 """The caches of the tokenizers made last, by settings: a tokenizer with the same settings
 shares its cache (the pieces' tokens depend on nothing else), so the shards of an index,
 built one after another, or an index and its queries' tokenizer, tokenize a word once."""
@@ -225,7 +226,7 @@ class Tokenizer:
             self._segment = jieba.lcut_for_search
         key = tuple(tuple(v) if isinstance(v, list) else v for v in self.to_dict().values())
         with _SHARED_LOCK:
-            cache = _SHARED.pop(key, None)
+            cache = _SHARED.get(key)  # marks it the most recently used
             if cache is None:
                 cache = _PieceCache(
                     self._stopword_set,
@@ -235,9 +236,7 @@ class Tokenizer:
                     lowercase=self.lowercase,
                     acronym_plurals=self.acronym_plurals,
                 )
-            _SHARED[key] = cache  # the newest last
-            while len(_SHARED) > _SHARED_CACHES:
-                del _SHARED[next(iter(_SHARED))]
+                _SHARED[key] = cache
         self._cache = cache
 
     @staticmethod
