@@ -228,12 +228,6 @@ def with_global_stats(
     docs = np.empty_like(postings.docs)
     tf = np.empty_like(postings.tf)
     docs[dest], tf[dest] = postings.docs, postings.tf
-    shard = GlobalStatsBM25(index.tokenizer, **index.weight_params, k3=index.k3)
-    arrays = {"indptr": indptr, "docs": docs, "tf": tf}
-    shard._corpus = Corpus.restore(
-        [], {**arrays, "doc_len": corpus.doc_len, "deleted": corpus.deleted}
-    )
-    shard._corpus.vocab = vocab
     weights = compute_weights(
         Postings(indptr, docs, tf),
         corpus.doc_len,
@@ -242,6 +236,19 @@ def with_global_stats(
         **index.weight_params,
         global_idf=idf,
     )
+    arrays = {"indptr": indptr, "docs": docs, "tf": tf}
+    arrays.update(doc_len=corpus.doc_len, deleted=corpus.deleted)
+    return _scored_shard(index, arrays, vocab, weights)
+
+
+def _scored_shard(
+    template: BM25Index, arrays: dict[str, np.ndarray], vocab: Vocabulary, weights: Weights
+) -> GlobalStatsBM25:
+    """A read-only shard over ``arrays`` (global term ids), scoring like ``template``
+    (tokenizer, variant, parameters) with ``weights``."""
+    shard = GlobalStatsBM25(template.tokenizer, **template.weight_params, k3=template.k3)
+    shard._corpus = Corpus.restore([], arrays)
+    shard._corpus.vocab = vocab
     shard._ready = shard._make_snapshot(weights)
     return shard
 
@@ -274,9 +281,5 @@ def load_scored(
         IndexLoadError: a missing file, or one that does not fit the others (named).
     """
     arrays = load_arrays(directory, len(vocab), n_rows, mmap=True, read_postings=False)
-    shard = GlobalStatsBM25(template.tokenizer, **template.weight_params, k3=template.k3)
-    shard._corpus = Corpus.restore([], arrays)
-    shard._corpus.vocab = vocab
     weights = Weights(idf[0], arrays["weights"], idf[1], idf[2])
-    shard._ready = shard._make_snapshot(weights)
-    return shard
+    return _scored_shard(template, arrays, vocab, weights)
