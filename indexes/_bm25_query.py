@@ -4,8 +4,8 @@ A query is scored on an immutable :class:`Snapshot` of the index (postings, weig
 mask), so searches in several threads never see a half-applied ``add`` or ``delete``.
 
 * One query: add the weights of its terms' postings (slices of a CSC matrix, no scipy
-  call) into a dense score vector, term by term, keep the rows that contain a query term
-  (``sum > 0`` when every weight is positive; an explicit mask otherwise) and rank them with
+  call) into a dense score vector, keep the rows that contain a query term (``sum > 0``
+  when every weight is positive; an explicit mask otherwise) and rank them with
   :meth:`~indexes.ranking.Ranking.top`.
 * A batch is its queries one by one (in threads if asked): a query costs one pass over its
   own terms' postings, so there is nothing a second, block-wise implementation could share
@@ -84,25 +84,49 @@ def query_terms(
     return ids, weights
 
 
+_GATHER = 1 << 16
+"""Postings added by one ``np.add.at`` call at most, unless one term alone has more."""
+
+
 def _sum_by_row(snap: Snapshot, terms: QueryTerms) -> tuple[np.ndarray, list[np.ndarray]]:
     """Each row's sum of the query terms' posting weights (float64, one per row), and each
     term's rows.
 
-    The terms are added one after another, in term-id order, straight from their slices of
-    the postings (``np.add.at``), so every row's sum is ``((0 + w1) + w2) + ...`` in that
-    order, as one ``np.bincount`` over the concatenated slices would add it, without copying
-    the slices into one array (nor bincount's copy of the rows into 64-bit integers): some
-    five times faster when a common term's postings cover most rows.
+    The terms' slices of the postings are added in term-id order (``np.add.at`` adds in index
+    order), so every row's sum is ``((0 + w1) + w2) + ...`` in that order however the slices
+    are grouped. Consecutive short slices are gathered into one call, because each call
+    costs as much as adding a few thousand postings; a slice as long as ``_GATHER`` is added
+    alone, straight from the (possibly memory-mapped) postings, as copying it would cost more
+    than the call it saves.
     """
     bounds, docs, weights = snap.bounds(), snap.postings.docs, snap.weights.weights
     sums = np.zeros(snap.n_rows, np.float64)
-    rows_of_terms = []
+    rows_of_terms: list[np.ndarray] = []
+    group: list[np.ndarray] = []
+    group_weights: list[np.ndarray] = []
+    size = 0
     for term, count in zip(*terms, strict=True):
         start, end = bounds[term], bounds[term + 1]
+        if group and size + end - start > _GATHER:
+            _add_group(sums, group, group_weights)
+            group, group_weights, size = [], [], 0
         rows = docs[start:end]
-        np.add.at(sums, rows, weights[start:end] if count == 1 else weights[start:end] * count)
         rows_of_terms.append(rows)
+        group.append(rows)
+        group_weights.append(weights[start:end] if count == 1 else weights[start:end] * count)
+        size += end - start
+    if group:
+        _add_group(sums, group, group_weights)
     return sums, rows_of_terms
+
+
+def _add_group(sums: np.ndarray, rows: list[np.ndarray], weights: list[np.ndarray]) -> None:
+    """``sums[rows[i][j]] += weights[i][j]`` in order, in one ``np.add.at`` call (its fast
+    path takes native-width row ids, hence the cast while concatenating)."""
+    if len(rows) == 1:
+        np.add.at(sums, rows[0], weights[0])
+    else:
+        np.add.at(sums, np.concatenate(rows, dtype=np.intp), np.concatenate(weights))
 
 
 def dense_scores(snap: Snapshot, terms: QueryTerms) -> np.ndarray:
@@ -128,10 +152,10 @@ def search_one(snap: Snapshot, terms: QueryTerms, k: int, mask: Mask | None) -> 
     if mask is not None:
         matched &= mask
     rows = np.flatnonzero(matched)
-    ranking = Ranking.top(sums[rows], k, rows)
-    if snap.plus_delta:
-        return Ranking(ranking.rows, ranking.scores + snap.constant(terms))
-    return ranking
+    scores = sums[rows]
+    if snap.plus_delta:  # before ranking, so rows whose sums round to one score tie by row
+        scores += snap.constant(terms)
+    return Ranking.top(scores, k, rows)
 
 
 def workers(n_threads: int | None) -> int:

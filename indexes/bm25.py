@@ -277,7 +277,10 @@ class BM25Index:
             ConfigError: ``k < 1`` or an invalid ``allow``.
             IndexStateError: the index has no live rows.
         """
-        return self.search_batch([query], k, allow)[0]
+        k = check_k(k)
+        snap = self._live_snapshot()
+        mask = allow_mask(allow, snap.n_rows)
+        return q.search_one(snap, self._terms(query, snap), k, mask)
 
     def search_batch(
         self,

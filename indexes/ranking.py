@@ -66,7 +66,8 @@ class Ranking:
             keep = np.flatnonzero(values >= kth)
             values, ids = values[keep], ids[keep]
         order = np.lexsort((ids, -values))[:k]
-        return cls(ids[order].astype(np.int64, copy=False), values[order].astype(np.float64))
+        best_ids, best = ids[order], values[order]
+        return cls(best_ids.astype(np.int64, copy=False), best.astype(np.float64, copy=False))
 
     def __iter__(self) -> Iterator[npt.NDArray[Any]]:
         """Unpacks as ``rows, scores = ranking``, the pair of arrays peers return."""
