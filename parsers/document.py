@@ -59,7 +59,23 @@ def _chunk_id(doc_id: str, start: int, end: int, text: str) -> str:
     return stable_id("chunk", doc_id, start, end, text)
 
 
-class Document(BaseModel):
+class _Record(BaseModel):
+    """What both records share: frozen, no unknown fields, and defaults (an id derived from
+    the content) filled in by :meth:`_with_defaults` before validation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_defaults(cls, data: Any) -> Any:
+        return cls._with_defaults(dict(data)) if isinstance(data, dict) else data
+
+    @classmethod
+    def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+
+class Document(_Record):
     """One unit of parsed text: a whole text file, or one page of a PDF.
 
     Attributes:
@@ -69,18 +85,12 @@ class Document(BaseModel):
             (1-based) and ``page_label``; formats with a title add ``title``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     id: str = ""
     text: str
     metadata: dict[str, JsonValue] = {}
 
-    @model_validator(mode="before")
     @classmethod
-    def _fill_defaults(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
+    def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
         metadata = dict(data.get("metadata") or {})
         metadata.setdefault("source", DEFAULT_SOURCE)
         data["metadata"] = metadata
@@ -94,7 +104,7 @@ class Document(BaseModel):
         return str(self.metadata.get("source", DEFAULT_SOURCE))
 
 
-class Chunk(BaseModel):
+class Chunk(_Record):
     """A span of a document: the unit that is indexed and retrieved.
 
     Invariant: ``document.text[chunk.start:chunk.end] == chunk.text``.
@@ -109,8 +119,6 @@ class Chunk(BaseModel):
             lies on pages.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     id: str = ""
     doc_id: str
     text: str
@@ -118,12 +126,8 @@ class Chunk(BaseModel):
     end: int = -1
     metadata: dict[str, JsonValue] = {}
 
-    @model_validator(mode="before")
     @classmethod
-    def _fill_defaults(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
+    def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
         start = int(data.get("start", 0))
         if data.get("end", -1) == -1:
             data["end"] = start + len(data.get("text", ""))

@@ -256,12 +256,10 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         **kwargs: Any,
     ) -> ToolOutput:
         """Run the tool and return the full :class:`ToolOutput` (same errors as invoke)."""
-        tool_input, call_id = split_input(input)
-        try:
-            arguments = self._parse_arguments(tool_input, call_id, kwargs)
-        except Exception as exc:
-            return self._handled(exc, call_id, validating=True)
-        arguments = self._with_config(arguments, RunConfig(**(config or {})), for_async=False)
+        prepared = self._prepare(input, config, kwargs, for_async=False)
+        if isinstance(prepared, ToolOutput):
+            return prepared
+        arguments, call_id = prepared
         try:
             result = call_with_timeout(partial(self._run, **arguments), self.timeout, self.name)
         except Exception as exc:
@@ -275,17 +273,32 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         **kwargs: Any,
     ) -> ToolOutput:
         """Async :meth:`execute`."""
-        tool_input, call_id = split_input(input)
-        try:
-            arguments = self._parse_arguments(tool_input, call_id, kwargs)
-        except Exception as exc:
-            return self._handled(exc, call_id, validating=True)
-        arguments = self._with_config(arguments, RunConfig(**(config or {})), for_async=True)
+        prepared = self._prepare(input, config, kwargs, for_async=True)
+        if isinstance(prepared, ToolOutput):
+            return prepared
+        arguments, call_id = prepared
         try:
             result = await acall_with_timeout(self._arun(**arguments), self.timeout, self.name)
         except Exception as exc:
             return self._handled(exc, call_id, validating=False)
         return self._output(result, call_id)
+
+    def _prepare(
+        self,
+        input: ToolInput,
+        config: RunConfig | None,
+        kwargs: dict[str, Any],
+        *,
+        for_async: bool,
+    ) -> tuple[dict[str, Any], str | None] | ToolOutput:
+        """The run's keyword arguments and tool call id, or the handled validation error."""
+        tool_input, call_id = split_input(input)
+        try:
+            arguments = self._parse_arguments(tool_input, call_id, kwargs)
+        except Exception as exc:
+            return self._handled(exc, call_id, validating=True)
+        config_arguments = RunConfig(**(config or {}))
+        return self._with_config(arguments, config_arguments, for_async=for_async), call_id
 
     # --- to implement --------------------------------------------------------------------
 

@@ -65,6 +65,7 @@ __all__ = [
 ToolClass = type[FunctionTool] | type[BaseTool]
 _T = TypeVar("_T", bound=ToolClass)
 _M = TypeVar("_M", bound=type[BaseModel])
+_V = TypeVar("_V")
 
 
 class UnknownToolError(ToolInputError, KeyError, ValueError):
@@ -179,12 +180,7 @@ class ToolRegistry(Mapping[str, ToolClass]):
 
     def __getitem__(self, name: str) -> ToolClass:
         with self._lock:
-            cls = self._classes.get(name)
-            if cls is None:
-                known = ", ".join(self._classes) or "(none)"
-                msg = f"Tool {name!r} is not registered; registered tools: {known}"
-                raise UnknownToolError(msg)
-            return cls
+            return _registered(self._classes, name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.list_tools())
@@ -194,6 +190,16 @@ class ToolRegistry(Mapping[str, ToolClass]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._classes
+
+
+def _registered(table: Mapping[str, _V], name: str) -> _V:
+    """``table[name]``, or :class:`UnknownToolError` naming the tools that are registered."""
+    found = table.get(name)
+    if found is None:
+        known = ", ".join(table) or "(none)"
+        msg = f"Tool {name!r} is not registered; registered tools: {known}"
+        raise UnknownToolError(msg)
+    return found
 
 
 def _own_name(cls: ToolClass) -> str:
@@ -295,12 +301,7 @@ class ToolExecutor:
     def get(self, name: str) -> ModelTool:
         """The tool registered as ``name``; raises :class:`UnknownToolError` if unknown."""
         with self._lock:
-            tool = self._tools.get(name)
-            if tool is None:
-                known = ", ".join(self._tools) or "(none)"
-                msg = f"Tool {name!r} is not registered; registered tools: {known}"
-                raise UnknownToolError(msg)
-            return tool
+            return _registered(self._tools, name)
 
     def execute(self, name: str, params: str | Mapping[str, Any]) -> Any:
         """Validate ``params`` with the tool's model and run it.
