@@ -45,7 +45,6 @@ __all__ = ["EmbedWindows", "Precomputed", "build_files_on_ray", "parse_and_split
 logger = logging.getLogger(__name__)
 
 FILES_PER_TASK = 16
-TEXTS_PER_EMBED_BATCH = 256
 
 
 def _chunk_json(chunk: Chunk) -> Any:
