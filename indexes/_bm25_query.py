@@ -56,7 +56,7 @@ class Snapshot:
         """The score every row gets from ``terms`` whatever its content (BM25+ only).
 
         A Python sum over a cached list: a query has a handful of terms, for which numpy's
-        fancy indexing and ``dot`` cost more than the arithmetic (about 4 us a query).
+        fancy indexing and ``dot`` cost more than the arithmetic itself.
         """
         if not self.plus_delta:
             return 0.0
