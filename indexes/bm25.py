@@ -19,10 +19,10 @@ What was chosen, and why:
   index size, so scores equal a fresh build on the surviving rows. Row ids are stable: a
   deleted row keeps its id and is never reused.
 * **Results**: ``search`` returns a :class:`~indexes.ranking.Ranking` of only rows that
-  contain at least one query term, so a filter
-  matching 3 rows returns those 3 and no zero-score filler; BM25+ adds ``delta * idf`` to every
-  row, but a row matching no term is still not returned. Order is score descending, then row
-  ascending. ``get_scores`` gives every row a score; deleted rows get ``-inf``.
+  contain at least one query term, so a filter matching 3 rows returns those 3 and no
+  zero-score filler; BM25+ adds ``delta * idf`` to every row, but a row matching no term is
+  still not returned. Order is score descending, then row ascending. ``get_scores`` gives
+  every row a score; deleted rows get ``-inf``.
 * **Empty cases**: searching an index without live rows raises :class:`IndexStateError`; an
   empty or all-unknown query returns an empty result (``get_scores``: zeros).
 
@@ -277,8 +277,7 @@ class BM25Index:
             ConfigError: ``k < 1`` or an invalid ``allow``.
             IndexStateError: the index has no live rows.
         """
-        k = check_k(k)
-        snap = self._live_snapshot()
+        k, snap = check_k(k), self._live_snapshot()
         mask = allow_mask(allow, snap.n_rows)
         return q.search_one(snap, self._terms(query, snap), k, mask)
 

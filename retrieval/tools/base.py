@@ -39,7 +39,7 @@ from __future__ import annotations
 import copy
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -73,6 +73,7 @@ from ragtools.retrieval.tools.schema import (
 __all__ = [
     "ArgsSchema",
     "BaseTool",
+    "FunctionBackedTool",
     "ResponseFormat",
     "ToolInput",
     "ToolOutput",
@@ -374,3 +375,18 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
                 self.name,
             )
         return output.content
+
+
+class FunctionBackedTool(BaseTool):
+    """A tool that runs a sync ``func`` and/or an async ``coroutine`` (:class:`Tool`,
+    :class:`StructuredTool`): either may be missing, the other is used."""
+
+    func: Callable[..., Any] | None = None
+    coroutine: Callable[..., Awaitable[Any]] | None = None
+
+    def _check_settings(self) -> None:
+        """Require at least one of ``func`` and ``coroutine``."""
+        super()._check_settings()
+        if self.func is None and self.coroutine is None:
+            msg = f"tool {self.name!r}: give func and/or coroutine"
+            raise ConfigError(msg)

@@ -231,34 +231,40 @@ class CachedTool(CallableAsFunction):
     def _through_cache(
         self, method: str, tool_input: Any, config: Mapping[str, Any] | None, kwargs: dict[str, Any]
     ) -> Any:
-        key = self._key(tool_input, config, kwargs, method)
-        started = time.perf_counter()
-        if key is not None:
-            found, value = self.cache.lookup(key)
-            if found:
-                _log(self.name, "hit", started)
-                return _rebind(value, tool_input)
+        key, started, found, value = self._lookup(method, tool_input, config, kwargs)
+        if found:
+            return value
         result = getattr(self.tool, method)(tool_input, **_with_config(config, kwargs))
-        self._store(key, result)
-        _log(self.name, "miss", started)
-        return result
+        return self._stored(key, result, started)
 
     async def _athrough_cache(
         self, method: str, tool_input: Any, config: Mapping[str, Any] | None, kwargs: dict[str, Any]
     ) -> Any:
-        key = self._key(tool_input, config, kwargs, method)
-        started = time.perf_counter()
-        if key is not None:
-            found, value = self.cache.lookup(key)
-            if found:
-                _log(self.name, "hit", started)
-                return _rebind(value, tool_input)
+        key, started, found, value = self._lookup(method, tool_input, config, kwargs)
+        if found:
+            return value
         options = _with_config(config, kwargs)
         if callable(getattr(self.tool, f"a{method}", None)):
             result = await getattr(self.tool, f"a{method}")(tool_input, **options)
         else:
             result = await asyncio.to_thread(getattr(self.tool, method), tool_input, **options)
-        self._store(key, result)
+        return self._stored(key, result, started)
+
+    def _lookup(
+        self, method: str, tool_input: Any, config: Mapping[str, Any] | None, kwargs: dict[str, Any]
+    ) -> tuple[str | None, float, bool, Any]:
+        """The call's key (``None``: uncacheable), start time, whether it hit, and the hit."""
+        key = self._key(tool_input, config, kwargs, method)
+        started = time.perf_counter()
+        found, value = self.cache.lookup(key) if key is not None else (False, None)
+        if found:
+            _log(self.name, "hit", started)
+            value = _rebind(value, tool_input)
+        return key, started, found, value
+
+    def _stored(self, key: str | None, result: Any, started: float) -> Any:
+        if key is not None and getattr(result, "status", None) != "error":  # errors: not kept
+            self.cache.put(key, result)
         _log(self.name, "miss", started)
         return result
 
@@ -281,11 +287,6 @@ class CachedTool(CallableAsFunction):
         settings = {k: v for k, v in (config or {}).items() if k not in _CONFIG_NOT_KEYED}
         everything = {"arguments": arguments, "injected": dict(injected), "config": settings}
         return ToolResultCache.make_key(f"{self.name}\x00{kind}\x00{method}", everything)
-
-    def _store(self, key: str | None, result: Any) -> None:
-        if key is None or getattr(result, "status", None) == "error":  # a message or an output
-            return
-        self.cache.put(key, result)
 
     def __repr__(self) -> str:
         return f"CachedTool({self.tool!r})"

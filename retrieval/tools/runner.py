@@ -34,6 +34,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,20 +183,13 @@ class CallRunner:
         tool = call.tool
 
         def endpoint(tool_input: ToolCallInput) -> ToolMessage:
-            self._callbacks.start(tool_input)
-            started = time.perf_counter()
-            try:
+            with self._observed(tool_input) as started:
                 if callable(getattr(tool, "invoke", None)):
                     result = tool.invoke(_with_injected(call, tool_input))
                 else:
                     result = "".join(format_result(c) for c in tool.stream(tool_input.arguments))
                 message = _as_message(result, tool_input)
-            except Exception as exc:
-                self._callbacks.error(tool_input, exc)
-                raise
-            _log_timing(tool_input, started)
-            self._callbacks.end(tool_input, message)
-            return message
+            return self._ended(tool_input, message, started)
 
         return endpoint
 
@@ -224,20 +218,13 @@ class CallRunner:
         tool = call.tool
 
         async def endpoint(tool_input: ToolCallInput) -> ToolMessage:
-            self._callbacks.start(tool_input)
-            started = time.perf_counter()
-            try:
+            with self._observed(tool_input) as started:
                 if callable(getattr(tool, "ainvoke", None)):
                     result = await tool.ainvoke(_with_injected(call, tool_input))
                 else:
                     result = await in_thread(tool.invoke, _with_injected(call, tool_input))
                 message = _as_message(result, tool_input)
-            except Exception as exc:
-                self._callbacks.error(tool_input, exc)
-                raise
-            _log_timing(tool_input, started)
-            self._callbacks.end(tool_input, message)
-            return message
+            return self._ended(tool_input, message, started)
 
         return endpoint
 
@@ -277,21 +264,34 @@ class CallRunner:
 
     def _stream_endpoint(self, tool: Any) -> StreamEndpoint:
         def endpoint(tool_input: ToolCallInput) -> Iterator[str]:
-            self._callbacks.start(tool_input)
-            started = time.perf_counter()
             pieces: list[str] = []
-            try:
+            with self._observed(tool_input) as started:
                 for piece in tool.stream(tool_input.arguments):
                     text = format_result(piece)
                     pieces.append(text)
                     yield text
-            except Exception as exc:
-                self._callbacks.error(tool_input, exc)
-                raise
             _log_timing(tool_input, started)
             self._callbacks.end_stream(tool_input, pieces)
 
         return endpoint
+
+    @contextmanager
+    def _observed(self, tool_input: ToolCallInput) -> Iterator[float]:
+        """The start and error callbacks around one run (the error is raised again); yields
+        the start time."""
+        self._callbacks.start(tool_input)
+        try:
+            yield time.perf_counter()
+        except Exception as exc:
+            self._callbacks.error(tool_input, exc)
+            raise
+
+    def _ended(
+        self, tool_input: ToolCallInput, message: ToolMessage, started: float
+    ) -> ToolMessage:
+        _log_timing(tool_input, started)
+        self._callbacks.end(tool_input, message)
+        return message
 
 
 def can_stream(tool: Any) -> bool:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.arguments import config_parameter, declares_callbacks
-from ragtools.retrieval.tools.base import ArgsSchema, BaseTool
+from ragtools.retrieval.tools.base import ArgsSchema, FunctionBackedTool
 from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.exceptions import ToolException
 from ragtools.retrieval.tools.schema import FILTERED_ARGS
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 _INPUT = "tool_input"
 
 
-class Tool(BaseTool):
+class Tool(FunctionBackedTool):
     """A single-input tool wrapping ``func`` and/or ``coroutine``.
 
     Attributes:
@@ -40,15 +40,9 @@ class Tool(BaseTool):
         coroutine: the async function; either may be missing, the other is used.
     """
 
-    func: Callable[..., Any] | None = None
-    coroutine: Callable[..., Awaitable[Any]] | None = None
-
     def _check_settings(self) -> None:
         """Reject functions that need more than one argument."""
         super()._check_settings()
-        if self.func is None and self.coroutine is None:
-            msg = f"tool {self.name!r}: give func and/or coroutine"
-            raise ConfigError(msg)
         for fn in (self.func, self.coroutine):
             required = _required_parameters(fn)
             if len(required) > 1:

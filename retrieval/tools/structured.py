@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.arguments import config_parameter, declares_callbacks
-from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat
+from ragtools.retrieval.tools.base import ArgsSchema, FunctionBackedTool, ResponseFormat
 from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.schema import create_schema_from_function
 
@@ -33,23 +33,13 @@ __all__ = ["StructuredTool"]
 logger = logging.getLogger(__name__)
 
 
-class StructuredTool(BaseTool):
+class StructuredTool(FunctionBackedTool):
     """A multi-argument tool wrapping ``func`` and/or ``coroutine``.
 
     Attributes:
         func: the sync function, called with the validated arguments as keywords.
         coroutine: the async function; either may be missing, the other is used.
     """
-
-    func: Callable[..., Any] | None = None
-    coroutine: Callable[..., Awaitable[Any]] | None = None
-
-    def _check_settings(self) -> None:
-        """Require at least one of ``func`` and ``coroutine``."""
-        super()._check_settings()
-        if self.func is None and self.coroutine is None:
-            msg = f"tool {self.name!r}: give func and/or coroutine"
-            raise ConfigError(msg)
 
     @classmethod
     def from_function(
