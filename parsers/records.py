@@ -149,17 +149,23 @@ def _to_documents(records: Sequence[Record], source: str, text_field: str | None
     return documents
 
 
+def _record(item: Any, where: str, source: str, *, lines: bool) -> dict[str, Any]:
+    """``item`` as a record: an object, or in a JSON array a string read as its text."""
+    if isinstance(item, str) and not lines:
+        return {"text": item}
+    if not isinstance(item, dict):
+        kinds = (
+            "JSON Lines records must be objects" if lines else "records must be objects or strings"
+        )
+        raise ParseError(source, f"{where} is a {type(item).__name__}; {kinds}")
+    return item
+
+
 def _json_records(value: Any, source: str) -> list[Record]:
     items = value if isinstance(value, list) else [value]
-    records: list[Record] = []
-    for row, item in enumerate(items, start=1):
-        if isinstance(item, str):
-            item = {"text": item}
-        if not isinstance(item, dict):
-            msg = f"record {row} is a {type(item).__name__}; records must be objects or strings"
-            raise ParseError(source, msg)
-        records.append((row, item))
-    return records
+    return [
+        (n, _record(item, f"record {n}", source, lines=False)) for n, item in enumerate(items, 1)
+    ]
 
 
 def _jsonl_records(text: str, source: str) -> list[Record]:
@@ -172,10 +178,7 @@ def _jsonl_records(text: str, source: str) -> list[Record]:
         except ValueError as exc:
             msg = f"line {number}: invalid JSON ({exc}); fix or remove that line"
             raise ParseError(source, msg) from exc
-        if not isinstance(item, dict):
-            msg = f"line {number} is a {type(item).__name__}; JSON Lines records must be objects"
-            raise ParseError(source, msg)
-        records.append((number, item))
+        records.append((number, _record(item, f"line {number}", source, lines=True)))
     return records
 
 
