@@ -4,9 +4,10 @@ A query is scored on an immutable :class:`Snapshot` of the index (postings, weig
 mask), so searches in several threads never see a half-applied ``add`` or ``delete``.
 
 * One query: add the weights of its terms' postings (slices of a CSC matrix, no scipy
-  call) into a dense score vector, keep the rows that contain a query term (``sum > 0``
-  when every weight is positive; an explicit mask otherwise) and rank them with
-  :meth:`~indexes.ranking.Ranking.top`.
+  call) into a dense score vector; find a floor that ``k`` allowed rows reach (the ``k``-th
+  best score among one query term's rows); rank, with :meth:`~indexes.ranking.Ranking.top`,
+  only the allowed rows that contain a query term (``sum > 0`` when every weight is
+  positive; an explicit mask otherwise) and reach the floor.
 * A batch is its queries one by one (in threads if asked): a query costs one pass over its
   own terms' postings, so there is nothing a second, block-wise implementation could share
   between queries except Python overhead.
@@ -139,23 +140,46 @@ def dense_scores(snap: Snapshot, terms: QueryTerms) -> np.ndarray:
 
 
 def search_one(snap: Snapshot, terms: QueryTerms, k: int, mask: Mask | None) -> Ranking:
-    """Top ``k`` allowed rows containing a query term, score desc then row asc."""
+    """Top ``k`` allowed rows containing a query term, score desc then row asc.
+
+    Only rows scoring at least :func:`_floor` are ranked: at least ``k`` allowed rows reach
+    it, so no row below it can be among the ``k`` best. That keeps the selection and sort to
+    a handful of rows where ranking every matched row would sort most of the corpus.
+    """
     if not terms[0]:
         return Ranking.empty()
     sums, rows_of_terms = _sum_by_row(snap, terms)
-    if snap.weights.positive:  # a row contains a query term exactly when its sum is > 0
-        matched = sums > 0
+    floor = _floor(sums, rows_of_terms, k, mask)
+    if snap.weights.positive and floor > 0:  # a sum > 0: the row contains a query term
+        keep = sums >= floor
     else:
-        matched = np.zeros(snap.n_rows, np.bool_)
+        keep = np.zeros(snap.n_rows, np.bool_)
         for rows in rows_of_terms:
-            matched[rows] = True
+            keep[rows] = True
+        if floor > -np.inf:
+            keep &= sums >= floor
     if mask is not None:
-        matched &= mask
-    rows = np.flatnonzero(matched)
+        keep &= mask
+    rows = np.flatnonzero(keep)
     scores = sums[rows]
     if snap.plus_delta:  # before ranking, so rows whose sums round to one score tie by row
         scores += snap.constant(terms)
     return Ranking.top(scores, k, rows)
+
+
+def _floor(sums: np.ndarray, rows_of_terms: list[np.ndarray], k: int, mask: Mask | None) -> float:
+    """A score that at least ``k`` allowed rows containing a query term reach (``-inf`` when
+    no term alone has ``k`` allowed rows): the ``k``-th best sum among the rows of the query
+    term with the fewest rows that still has ``k`` allowed ones, which is cheap to find and,
+    a rare term's rows scoring high, close to the ``k``-th best score itself.
+    """
+    for rows in sorted(rows_of_terms, key=len):
+        if mask is not None and len(rows) >= k:
+            rows = rows[mask[rows]]
+        if len(rows) >= k:
+            values = sums[rows]
+            return float(np.partition(values, len(values) - k)[len(values) - k])
+    return -np.inf
 
 
 def workers(n_threads: int | None) -> int:

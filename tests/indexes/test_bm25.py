@@ -218,6 +218,30 @@ def test_search_and_batch_equal_brute_force(
     assert [as_pairs(r) for r in batch] == [expected] * 4 + [[]]
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    corpus=st.lists(st.lists(st.sampled_from(WORDS), max_size=8), min_size=1, max_size=60).filter(
+        any
+    ),
+    query=queries,
+    variant=st.sampled_from(sorted(VARIANT_DEFAULTS)),
+    k=st.integers(1, 12),
+    data=st.data(),
+)
+def test_search_under_a_mask_equals_brute_force(
+    corpus: list[list[str]], query: list[str], variant: str, k: int, data: st.DataObject
+) -> None:
+    """Corpora where one term holds k rows or more, so the search ranks only the rows that
+    reach the floor that term's rows give: still exactly the oracle's k best allowed rows."""
+    index = build(corpus, variant=variant)
+    flags = data.draw(st.lists(st.booleans(), min_size=len(corpus), max_size=len(corpus)))
+    mask = np.array(flags, dtype=np.bool_)
+    oracle = brute_force(index, corpus, query, len(corpus))
+    assert as_pairs(index.search(query, k)) == oracle[:k]
+    expected = [(row, score) for row, score in oracle if mask[row]][:k]
+    assert as_pairs(index.search(query, k, allow=mask)) == expected
+
+
 # ------------------------------------------------------------------- add and delete
 
 
