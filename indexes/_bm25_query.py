@@ -150,8 +150,8 @@ def search_one(snap: Snapshot, terms: QueryTerms, k: int, mask: Mask | None) -> 
         return Ranking.empty()
     sums, rows_of_terms = _sum_by_row(snap, terms)
     floor = _floor(sums, rows_of_terms, k, mask)
-    if snap.weights.positive and floor > 0:  # a sum > 0: the row contains a query term
-        keep = sums >= floor
+    if snap.weights.positive:  # a row contains a query term exactly when its sum is > 0
+        keep = sums >= floor if floor > 0 else sums > 0
     else:
         keep = np.zeros(snap.n_rows, np.bool_)
         for rows in rows_of_terms:
