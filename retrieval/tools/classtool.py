@@ -128,7 +128,8 @@ class FunctionTool(CallableAsFunction, _InvokeMixin, ABC):
         parameters: list form (``[{"name", "type", "description", "required"}]``) or a JSON
             schema of type object.
         strict_json: parse argument text as strict JSON instead of JSON5.
-        name_for_human: a display name (default: ``name``).
+        name_for_human: the name people see, where the model sees ``name`` (Qwen-Agent's
+            display name; ``name_for_human=`` configuration overrides it; default: ``name``).
         args_format: how the arguments are written, for prompts that list tools.
         file_access: the tool reads files handed to it (Qwen-Agent's flag).
         timeout: seconds a run may take (``None``: no limit); ``timeout=`` configuration
@@ -178,8 +179,7 @@ class FunctionTool(CallableAsFunction, _InvokeMixin, ABC):
         if self.timeout is not None and not self.timeout > 0:
             msg = f"tool {self.name!r}: timeout must be > 0 seconds or None, got {self.timeout}"
             raise ConfigError(msg)
-        if not self.name_for_human:
-            self.name_for_human = self.name
+        self.name_for_human = self.config.get("name_for_human") or self.name_for_human or self.name
 
     @abstractmethod
     def call(self, params: ToolArguments, **kwargs: Any) -> Any:

@@ -24,6 +24,15 @@ by reciprocal rank. A missing file, one that cannot be parsed or a set without a
 :class:`~retrieval.tools.exceptions.ToolException` naming the file: the model sees it (as an
 error message through a ToolCall) and can ask again. Only local files are read; a URL is such
 an error too (this package never goes to the network).
+
+**What a model may read.** A model writes the paths, and a prompt-injected document can make it
+write ``/etc/passwd``. Every file tool reads through a
+:class:`~ragtools.retrieval.tools.file_scope.FileScope`: files under the ``roots`` the
+application names (``get_tool("retrieval", roots=["docs"])``; default the working directory
+when the tool is made, ``roots=[]`` for none), plus the files the application hands over with
+``call(params, files=...)``. Paths are resolved (symbolic links included) before the check;
+FIFOs, devices and files over ``max_bytes`` are refused before they are opened; a tool
+configured with ``file_access=False`` reads nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from typing import Any, ClassVar
 from ragtools.indexes import Embedder, Index
 from ragtools.parsers import split
 from ragtools.parsers.errors import ConfigError, ParseError, ToolInputError
+from ragtools.parsers.loading import DEFAULT_MAX_BYTES
 from ragtools.retrieval.base import IndexRetriever, Retriever
 from ragtools.retrieval.frontpage import FrontPageRetriever
 from ragtools.retrieval.hit import Hit
@@ -50,6 +60,7 @@ from ragtools.retrieval.tools.budget import (
 from ragtools.retrieval.tools.classtool import FunctionTool, ToolArguments
 from ragtools.retrieval.tools.exceptions import ToolException
 from ragtools.retrieval.tools.file_index import FileIndexer
+from ragtools.retrieval.tools.file_scope import FileScope
 from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.parse_cache import ParseCache
 from ragtools.retrieval.tools.registry import register_tool
@@ -90,6 +101,12 @@ class FileTool(FunctionTool):
 
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
+        self.file_access = bool(self.config.get("file_access", self.file_access))
+        self.scope = FileScope(
+            self.config.get("roots"),
+            max_bytes=int(self.config.get("max_bytes", DEFAULT_MAX_BYTES)),
+            enabled=self.file_access,
+        )
         directory = self.config.get("cache_dir")
         self.parse_cache: ParseCache = self.config.get("parse_cache") or ParseCache(directory)
 
@@ -101,14 +118,15 @@ class FileTool(FunctionTool):
         values = self.verify_args(arguments)
         given = values.pop(self.files_parameter, None)
         named = [given] if isinstance(given, str) else list(given or [])
-        paths = [str(path) for path in [*named, *(kwargs.get("files") or [])]]
-        if not paths:
+        handed = [str(path) for path in kwargs.get("files") or []]
+        if not named and not handed:
             msg = f"tool {self.name!r} needs files: give '{self.files_parameter}' a file path"
             raise ToolException(msg)
-        for path in paths:
-            if "://" in path:
+        for path in [*handed, *named]:
+            if "://" in str(path):
                 msg = f"{path}: only local files can be read, not URLs"
                 raise ToolException(msg)
+        paths = self.scope.readable([str(path) for path in named], handed)
         try:
             return self.call_files(values, paths)
         except ParseError as exc:
@@ -167,7 +185,8 @@ class Retrieval(FileTool):
     ``rag_searchers`` (see the module docstring), ``k`` (hits fetched before the budget, 20),
     ``embedder`` (an ``Embedder``; default the bundled model), ``tokenizer`` (see
     :func:`~retrieval.tools.budget.token_counter`), ``chunk_size``/``chunk_overlap``,
-    ``cache_dir`` or ``parse_cache``, ``timeout``.
+    ``cache_dir`` or ``parse_cache``, ``timeout``, and the file scope of every file tool:
+    ``roots``, ``max_bytes``, ``file_access`` (module docstring).
 
     Raises:
         ConfigError: an unknown searcher, a budget or ``k`` below 1.

@@ -41,7 +41,13 @@ def reference_tokens() -> Any:
 
 
 def _retrieval(tmp_path: Path, **config: Any) -> Retrieval:
-    tool = get_tool("retrieval", embedder=FakeEmbedder(dim=64), cache_dir=str(tmp_path), **config)
+    tool = get_tool(
+        "retrieval",
+        embedder=FakeEmbedder(dim=64),
+        cache_dir=str(tmp_path),
+        roots=[PDFS, tmp_path],
+        **config,
+    )
     assert isinstance(tool, Retrieval)
     return tool
 
@@ -84,7 +90,7 @@ class TestAgentLoop:
             assert reference_tokens(message.content) <= 800
             shown = _assert_whole_hits(message.content, message.artifact)
             assert 1 <= shown < len(message.artifact)  # the budget, not the hits, ended it
-        assert "nope.pdf" in missing.content and "No such file" in missing.content
+        assert "nope.pdf" in missing.content and "no such file" in missing.content
         assert retrieval.parse_cache.parses == 2  # each real file once, in the first call
 
         again = node.invoke(calls[:2])
@@ -153,13 +159,14 @@ class TestRetrievalTool:
 
 class TestParsers:
     def test_simple_doc_parser_text(self, tmp_path: Path) -> None:
-        parser = SimpleDocParser(cache_dir=str(tmp_path))
+        parser = SimpleDocParser(cache_dir=str(tmp_path), roots=[PDFS])
         text = parser.call({"url": ZEN})
         assert text.startswith("Example document\nBeautiful is better than ugly.")
-        assert get_tool("simple_doc_parser", cache_dir=str(tmp_path)).call(f"url={ZEN}") == text
+        parser = get_tool("simple_doc_parser", cache_dir=str(tmp_path), roots=[PDFS])
+        assert parser.call(f"url={ZEN}") == text
 
     def test_doc_parser_chunks_with_tokens(self, tmp_path: Path, reference_tokens: Any) -> None:
-        parser = DocParser(cache_dir=str(tmp_path), chunk_size=400, chunk_overlap=0)
+        parser = DocParser(cache_dir=str(tmp_path), chunk_size=400, chunk_overlap=0, roots=[PDFS])
         rows = json.loads(parser.call({"url": COLUMNS}))
         assert len(rows) > 3 and {row["metadata"]["page"] for row in rows} == {1, 2, 3}
         assert all(row["token"] == reference_tokens(row["content"]) for row in rows)

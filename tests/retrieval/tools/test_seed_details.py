@@ -227,9 +227,11 @@ class TestTimeouts:
                 gate.wait()
                 return ToolOutput(content=", ".join(paths))
 
+        for name in ("a.pdf", "b.pdf"):
+            (tmp_path / name).write_bytes(b"%PDF-1.4")
+        a, b = str(tmp_path / "a.pdf"), str(tmp_path / "b.pdf")
         with pytest.raises(ToolTimeoutError, match="'slow_files'"):
-            SlowFiles(timeout=0.05, cache_dir=str(tmp_path)).call({}, files=["a.pdf"])
+            SlowFiles(timeout=0.05, cache_dir=str(tmp_path)).call({}, files=[a])
         gate.set()
-        assert SlowFiles(cache_dir=str(tmp_path)).call({"files": ["a.pdf"]}, files=["b.pdf"]) == (
-            "a.pdf, b.pdf"
-        )
+        tool = SlowFiles(cache_dir=str(tmp_path), roots=[tmp_path])
+        assert tool.call({"files": [a]}, files=[b]) == f"{a}, {b}"
