@@ -56,10 +56,10 @@ class name, and objects in a tool's settings (its function, schema class) by the
 ``ainvoke``, ``execute`` and ``aexecute`` with a string, a dict or a ToolCall; the Runnable
 methods of the wrapped tool (``batch``, ``abatch``, ``stream``, ``astream``,
 ``run_with_artifact``, ``arun_with_artifact``), which the wrapper hands out bound to itself so
-that they go through its cache; a :class:`~retrieval.tools.node.ToolsNode` holding a
-CachedTool (``invoke``, ``ainvoke``, ``stream``), which calls its ``invoke``/``ainvoke``; the
-CachedTool called as a function (LangGraph's ``ToolNode``) and ``to_langchain_tool`` of it,
-which use ``execute``; and :func:`cached` functions, alone or under ``@tool``. A tool that
+that they go through its cache; a :class:`~retrieval.tools.node.ToolsNode` holding a CachedTool
+(``invoke``, ``ainvoke``, ``stream``), which calls its ``invoke``/``ainvoke``; the CachedTool
+called as a function (LangGraph's ``ToolNode``) and ``to_langchain_tool`` of it, which use
+``invoke`` and ``execute``; and :func:`cached` functions, alone or under ``@tool``. A tool that
 streams natively streams through the wrapper uncached. Error messages are never cached; a
 cached ToolMessage (or ToolOutput) is returned with the new call's id. Each call's hit or miss
 and duration are logged at DEBUG.
@@ -595,13 +595,13 @@ def cached(
 ) -> Callable[[Callable[_P, _R]], CachedFunction[_P, _R]]:
     """Decorator caching a deterministic function's results (sync or async).
 
-    The key (:func:`cache_key`) holds the function object (two closures one factory made are
-    two functions, even under one ``name`` in one shared ``cache``), ``name`` (default: the
-    function's qualified name), ``namespace`` and the arguments bound to the signature,
-    defaults applied. The cache is ``wrapper.cache``. The wrapper keeps the function's
-    signature and type hints (``__wrapped__``) and, for an ``async def``, is itself an
-    ``async def``, so ``@tool`` over ``@cached`` infers the same schema and the same
-    sync/async kind as over the bare function.
+    The key (:func:`cache_key`) holds the decorated function (each decoration is its own: two
+    closures one factory decorated never share entries, even under one ``name`` in one shared
+    ``cache``), ``name`` (default: the function's qualified name), ``namespace`` and the
+    arguments bound to the signature, defaults applied. The cache is ``wrapper.cache``. The
+    wrapper keeps the function's signature and type hints (``__wrapped__``) and, for an
+    ``async def``, is itself an ``async def``, so ``@tool`` over ``@cached`` infers the same
+    schema and the same sync/async kind as over the bare function.
 
     Raises:
         ConfigError: a ``namespace`` JSON cannot encode.

@@ -8,9 +8,11 @@ import gc
 import inspect
 import json
 import logging
+import random
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -424,8 +426,8 @@ def _namespace(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant
     }
 
 
-def _function_tools(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
-    """Qwen-style class tools from a registry: one name, the source in each one's config."""
+def _search_registry(r: CountingRetriever) -> ToolRegistry:
+    """A registry with a Qwen-style "search" tool searching the ``source`` of its config."""
     registry = ToolRegistry()
 
     @registry.register("search")
@@ -436,6 +438,12 @@ def _function_tools(r: CountingRetriever, store: ToolResultCache) -> dict[str, T
         def call(self, params: Any, **kwargs: Any) -> Any:
             return r.search(self.verify_args(params)["query"], self.config["source"])[0]
 
+    return registry
+
+
+def _function_tools(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    """Qwen-style class tools from a registry: one name, the source in each one's config."""
+    registry = _search_registry(r)
     return {
         t: Tenant(CachedTool(registry.get_tool("search", source=s), store), s, "qwen")
         for t, s in SOURCES.items()
@@ -755,17 +763,7 @@ class TestCacheKey:
 
     def test_a_setting_changed_on_the_same_tool_is_a_miss(self, tenant_index: Index) -> None:
         retriever = CountingRetriever(tenant_index)
-        registry = ToolRegistry()
-
-        @registry.register("search")
-        class Search(FunctionTool):
-            description = "Search the reports."
-            parameters = [{"name": "query", "type": "string", "required": True}]
-
-            def call(self, params: Any, **kwargs: Any) -> Any:
-                return retriever.search(self.verify_args(params)["query"], self.config["source"])[0]
-
-        search = registry.get_tool("search", source="doc1.md")
+        search = _search_registry(retriever).get_tool("search", source="doc1.md")
         wrapped = CachedTool(search)
         assert _sources(wrapped.invoke({"query": QUERY})) == {"doc1.md"}
         search.config["source"] = "doc2.md"
@@ -801,3 +799,37 @@ class TestCacheKey:
             CachedTool(CountingTool(), namespace=namespace)
         with pytest.raises(ConfigError, match="namespace"):
             cached(namespace=namespace)
+
+
+@pytest.mark.stress
+def test_two_tenants_from_threads_with_tools_made_per_request(tenant_index: Index) -> None:
+    """Threads, a small shared store (evictions), tools kept and tools made per request (so
+    dead tools' addresses are reused): no call ever sees the other tenant's source."""
+    store = ToolResultCache(maxsize=8, ttl=None)
+    retriever = CountingRetriever(tenant_index)
+    kept = _bound_filters(retriever, store)
+    rng = random.Random(32)
+    jobs = [(rng.choice("ab"), rng.randrange(4), rng.random() < 0.5) for _ in range(2400)]
+
+    def run(job: tuple[str, int, bool]) -> tuple[str, set[str]]:
+        tenant, how, per_request = job
+        source = SOURCES[tenant]
+        if per_request:
+            made = create_retriever_tool(retriever, "search", "S.", filter={"source": source})
+            search = CachedTool(made, store)
+        else:
+            search = kept[tenant].tool
+        if how == 0:
+            result = search.invoke(QUERY)
+        elif how == 1:
+            result = search.invoke(make_tool_call("search", {"query": QUERY}))
+        elif how == 2:
+            result = ToolsNode([search]).invoke([make_tool_call("search", {"query": QUERY})])
+        else:
+            result = asyncio.run(search.ainvoke({"query": QUERY}))
+        return source, _sources(result)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(run, jobs))
+    assert all(seen == {source} for source, seen in results)
+    assert store.info().hits > 0 and store.info().evictions > 0
