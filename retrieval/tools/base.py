@@ -284,6 +284,25 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             return self._handled(exc, call_id, validating=False)
         return self._output(result, call_id)
 
+    def parse_input(self, input: ToolInput, /, **kwargs: Any) -> dict[str, Any]:
+        """The validated keyword arguments ``_run`` would get for ``input``, without running.
+
+        Injected values are filled as :meth:`invoke` fills them (``kwargs`` over the call's
+        ``args``; the call id for an ``InjectedToolCallId`` argument). A result cache keys on
+        this (:func:`~retrieval.tools.cache.cache_key`), so calls the tool cannot tell apart
+        (``"q"``, ``{"query": "q"}``, ``{"query": " q "}`` for a stripping schema) share an
+        entry, and calls it can (another injected tenant) never do.
+
+        Raises:
+            pydantic.ValidationError: invalid arguments (``jsonschema.ValidationError`` for a
+                dict schema), whatever ``handle_validation_error`` says.
+            ToolInputError: a plain string for a tool with several arguments.
+            ConfigError: input of the wrong kind, unknown keyword arguments, a missing
+                injected value or call id.
+        """
+        tool_input, call_id = split_input(input)
+        return self._parse_arguments(tool_input, call_id, kwargs)
+
     def _prepare(
         self,
         input: ToolInput,

@@ -3,27 +3,69 @@
 Qwen-Agent caches the results of deterministic tools (its ``ToolCache``: TTL, maximum size,
 key from the tool name and parameters). The storage is ``cachetools``' ``TTLCache`` (or its
 ``LRUCache`` when nothing expires), which is not thread-safe by itself, so every access holds
-one lock; this class adds the canonical keys and the counters ``cachetools`` does not keep:
+one lock; this module adds the key rule and the counters ``cachetools`` does not keep. Entries
+expire ``ttl`` seconds after they were stored, measured with an injectable clock
+(``time.monotonic`` by default, immune to wall-clock jumps); when full, expired entries go
+first, then the least recently used one.
 
-* the key is the tool name plus the **canonical JSON** of the arguments (sorted keys, no
-  whitespace), so ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` hit the same entry; arguments
-  JSON cannot encode are not cached (the call simply runs). For :class:`CachedTool` the
-  arguments are *everything* that reaches the tool: the model's arguments, the injected
-  keyword arguments (a tenant, an access filter) and the run configuration (its
-  ``callbacks`` and ``max_concurrency`` aside), so one tenant is never served another's
-  result;
-* entries expire ``ttl`` seconds after they were stored, measured with an injectable clock
-  (``time.monotonic`` by default, immune to wall-clock jumps);
-* when full, expired entries go first, then the least recently used one.
+**The key rule.** :func:`cache_key` is the only place a key is made: a stored result is given
+back only to a call that would certainly have produced it, and one cache store may be shared
+by any number of tools and tenants. The key is the canonical JSON (sorted keys, no
+whitespace) of:
 
-Two ways to apply it: :class:`CachedTool` wraps any tool object (``invoke``/``ainvoke``; a
-cached :class:`~retrieval.tools.messages.ToolMessage` is returned with the new call's id; error
-messages are never cached; ``stream`` passes through uncached) and :func:`cached` decorates a
-plain function, sync or async, before it is turned into a tool. Each call's hit or miss and
-duration are logged at DEBUG.
+1. **the tool** (:func:`tool_identity`): its class, its name, the tool *object*, and its
+   visible settings. The name alone is not enough: two tools may share a name and differ in
+   what they were bound to when made. ``create_retriever_tool(r, "search", ..., filter=
+   {"source": "doc1.md"})`` and the same tool bound to ``doc2.md`` are both "search" (keyed by
+   name, tenant B was answered with tenant A's ``doc1.md``); so are two ``get_tool("x",
+   **config)`` instances, and two closures that one factory decorated with ``@cached``. The
+   visible settings are not enough either: a retriever tool's filter, ``k``, retriever and
+   budget live in its function's closure, where no key can read them. So the object itself
+   is part of the key, as a token handed out once per live object and never reused (``id()``
+   is reused once an object dies, which would give a dead tool's entries to a new one). Its
+   settings (a pydantic tool's fields, a FunctionTool's ``config``) are added so that a
+   setting reassigned on the same object (``tool.response_format = ...``) is not answered
+   from before. Two CachedTools over one tool object share entries; equal-looking tools made
+   separately never do (make a tool once per tenant and keep it, to get hits across requests).
+2. **the validated arguments**: what the tool's own validation makes of the input
+   (``BaseTool.parse_input``, ``FunctionTool.verify_args``, ``ModelTool.validate``, the
+   signature binding with defaults of a ``@cached`` function), so ``"q"``, ``{"query": "q"}``
+   and ``{"query": " q "}`` share one entry of a retriever tool, and input the tool rejects is
+   not cached (the tool reports it). Other tools (duck-typed ones, LangChain's) key on their
+   leniently parsed arguments (:func:`~retrieval.tools.params.parse_arguments`), all of them.
+3. **the injected arguments**: the values of ``InjectedToolArg`` fields after injection,
+   wherever they came from (keyword arguments of ``invoke``, a ToolsNode's ``injected``, the
+   call's ``args`` as LangChain sends them); for other tools, ``invoke``'s keyword arguments.
+   An ``InjectedToolCallId`` is left out: it differs on every call, and a hit is re-addressed
+   to the new call's id.
+4. **the run configuration** (``config`` of ``invoke``, e.g. ``{"configurable": {"tenant":
+   ...}}``), its ``callbacks`` and ``max_concurrency`` aside: they observe or bound a run and
+   never change its result.
+5. **the namespace the application declares**: ``CachedTool(tool, store, namespace=
+   "tenant-a")`` or ``@cached(store, namespace=...)``, for a tenant the tool reads from where
+   no key can see it (a context variable, a connection, the process environment).
+6. **the entry**: a ToolCall (answered with a ToolMessage) and plain input (answered with the
+   content), ``invoke`` and ``execute`` (content or the full ToolOutput) are kept apart, as
+   their results differ in shape.
 
-Only cache tools whose result depends on nothing but their arguments; cached values are shared,
-so callers must not mutate them. Concurrent misses on one key each run the tool (no
+A value JSON cannot encode in the arguments, injected values, configuration or settings makes
+the call uncacheable (it simply runs); pydantic models are encoded field by field under their
+class name, and objects in a tool's settings (its function, schema class) by their token.
+
+**Every way a cached result comes back uses that key**: :class:`CachedTool` ``invoke``,
+``ainvoke``, ``execute`` and ``aexecute`` with a string, a dict or a ToolCall; the Runnable
+methods of the wrapped tool (``batch``, ``abatch``, ``stream``, ``astream``,
+``run_with_artifact``, ``arun_with_artifact``), which the wrapper hands out bound to itself so
+that they go through its cache; a :class:`~retrieval.tools.node.ToolsNode` holding a CachedTool
+(``invoke``, ``ainvoke``, ``stream``), which calls its ``invoke``/``ainvoke``; the CachedTool
+called as a function (LangGraph's ``ToolNode``) and ``to_langchain_tool`` of it, which use
+``invoke`` and ``execute``; and :func:`cached` functions, alone or under ``@tool``. A tool that
+streams natively streams through the wrapper uncached. Error messages are never cached; a
+cached ToolMessage (or ToolOutput) is returned with the new call's id. Each call's hit or miss
+and duration are logged at DEBUG.
+
+Only cache tools whose result depends on nothing but what the key holds; cached values are
+shared, so callers must not mutate them. Concurrent misses on one key each run the tool (no
 single-flight locking): simple, and harmless for deterministic tools.
 """
 
@@ -33,25 +75,41 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import itertools
 import json
 import logging
 import threading
 import time
+import types
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, cast
 
 import cachetools
+from pydantic import BaseModel
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.base import BaseTool
+from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
 from ragtools.retrieval.tools.function_view import CallableAsFunction
 from ragtools.retrieval.tools.messages import ToolMessage, is_tool_call
 from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.params import parse_arguments
+from ragtools.retrieval.tools.runnable import RunnableMethods
+from ragtools.retrieval.tools.schema import injected_fields
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CacheInfo", "CachedFunction", "CachedTool", "ToolResultCache", "cached"]
+__all__ = [
+    "CacheInfo",
+    "CachedFunction",
+    "CachedTool",
+    "ToolResultCache",
+    "cache_key",
+    "cached",
+    "tool_identity",
+]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -71,6 +129,8 @@ class CacheInfo:
 
 class ToolResultCache:
     """Thread-safe LRU cache with per-entry time-to-live, on ``cachetools``.
+
+    One store may be shared by many tools and tenants: :func:`cache_key` keeps them apart.
 
     Args:
         maxsize: the most entries kept (>= 1).
@@ -105,15 +165,14 @@ class ToolResultCache:
         self._hits = self._misses = self._evictions = self._expirations = 0
 
     @staticmethod
-    def make_key(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
-        """``tool_name`` + canonical JSON of ``arguments``; ``None`` if JSON cannot encode them."""
+    def make_key(scope: str, parts: Mapping[str, Any]) -> str | None:
+        """The text of a key: ``scope`` + canonical JSON of ``parts``; ``None`` if JSON cannot
+        encode them. Only the encoding: what goes into a tool's key is :func:`cache_key`'s."""
         try:
-            canonical = json.dumps(
-                arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-            )
+            canonical = _canonical_json(parts, _encode_model)
         except (TypeError, ValueError):
             return None
-        return f"{tool_name}\x00{canonical}"
+        return f"{scope}\x00{canonical}"
 
     def _expire(self) -> None:
         """Drop expired entries now (``cachetools`` only hides them), counting them."""
@@ -164,18 +223,200 @@ class ToolResultCache:
             return len(self._entries)
 
 
+# ---- the key rule ------------------------------------------------------------------------
+
+
+def cache_key(
+    tool: Any,
+    tool_input: Any,
+    *,
+    entry: str,
+    injected: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    namespace: Any = None,
+) -> str | None:
+    """The key of one call's result: the only key rule (see the module docstring).
+
+    Args:
+        tool: the tool (or the :class:`CachedFunction`) that would run.
+        tool_input: what it is called with: a string, a dict or a ToolCall; for a
+            CachedFunction, its ``(args, kwargs)``.
+        entry: which entry point answers, so results of different shapes stay apart.
+        injected: the run-time keyword arguments (injected values).
+        config: the run configuration.
+        namespace: the tenant or configuration the application declares (JSON).
+
+    Returns:
+        The key, or ``None`` when the call must not be cached: input the tool rejects, or a
+        value JSON cannot encode.
+    """
+    identity = tool_identity(tool)
+    if identity is None:
+        return None
+    try:
+        arguments, hidden = _call_arguments(tool, tool_input, injected or {})
+    except Exception:  # input the tool rejects is the tool's to report, when it runs
+        logger.debug("tool %r: input not cacheable", _name(tool), exc_info=True)
+        return None
+    settings = {k: v for k, v in (config or {}).items() if k not in _CONFIG_NOT_KEYED}
+    parts = {
+        "entry": entry,
+        "namespace": namespace,
+        "config": settings,
+        "arguments": arguments,
+        "injected": hidden,
+    }
+    return ToolResultCache.make_key(identity, parts)
+
+
+def tool_identity(tool: Any) -> str | None:
+    """What "the tool" is in a key: class, name, object token and settings, as JSON text.
+
+    ``None`` when the settings hold a value that cannot be encoded (the call then runs
+    uncached).
+    """
+    cls = type(tool)
+    identity = {
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "name": _name(tool),
+        "object": _object_token(tool),
+        "settings": _settings(tool),
+    }
+    try:
+        return _canonical_json(identity, _encode_setting)
+    except (TypeError, ValueError):
+        logger.debug("tool %r: settings not encodable, calls run uncached", _name(tool))
+        return None
+
+
+def _call_arguments(
+    tool: Any, tool_input: Any, injected: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(model arguments, injected values)`` as the tool's own validation makes them.
+
+    Raises:
+        Exception: whatever the tool's validation raises for input it rejects.
+    """
+    if isinstance(tool, CachedFunction):
+        args, kwargs = tool_input
+        return tool.bind(args, kwargs), {}
+    if isinstance(tool, BaseTool):
+        values = tool.parse_input(tool_input, **injected)
+        schema = tool.get_input_schema()
+        hidden = injected_fields(schema) if schema is not None else dict.fromkeys(injected, False)
+        return (
+            {k: v for k, v in values.items() if k not in hidden},
+            {k: v for k, v in values.items() if k in hidden and not hidden[k]},
+        )
+    raw = tool_input["args"] if is_tool_call(tool_input) else tool_input
+    if isinstance(tool, FunctionTool):
+        return tool.verify_args(raw), dict(injected)
+    if isinstance(tool, ModelTool):
+        model = tool.validate(raw)
+        return {name: getattr(model, name) for name in type(model).model_fields}, dict(injected)
+    return parse_arguments(raw), dict(injected)
+
+
+def _settings(tool: Any) -> Any:
+    """The settings a tool shows: a pydantic tool's fields, a FunctionTool's ``config``."""
+    if isinstance(tool, BaseModel):
+        return {name: getattr(tool, name) for name in type(tool).model_fields}
+    if isinstance(tool, FunctionTool):
+        return tool.config
+    return None
+
+
+def _name(tool: Any) -> str:
+    return str(getattr(tool, "cache_name", None) or getattr(tool, "name", ""))
+
+
+_CONFIG_NOT_KEYED = frozenset({"callbacks", "max_concurrency"})
+"""Run-config keys that cannot change a result (observers, a batch's thread bound)."""
+
+
+def _canonical_json(value: Any, default: Callable[[Any], Any]) -> str:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=default
+    )
+
+
+def _encode_model(value: Any) -> Any:
+    """A validated pydantic model (an argument) as its class and fields; nothing else."""
+    if isinstance(value, BaseModel):
+        return {"$model": type(value).__qualname__, "fields": value.model_dump()}
+    msg = f"{type(value).__name__} is not JSON"
+    raise TypeError(msg)
+
+
+def _encode_setting(value: Any) -> Any:
+    """A setting JSON cannot hold (a function, a schema class) as its object token."""
+    return {"$object": _object_token(value)}
+
+
+class _ObjectTokens:
+    """A number per live object, never handed out twice in the process.
+
+    Objects are remembered by ``id()`` with a weak reference that forgets them when they
+    die, so a new object at a dead one's address gets a new number. An object that cannot be
+    weakly referenced is kept alive instead (its number then stays right forever).
+    """
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count(1)
+        self._known: dict[int, tuple[Callable[[], Any], int]] = {}
+        self._lock = threading.RLock()  # reentrant: a collection may run _forget mid-lookup
+
+    def __call__(self, obj: Any) -> int:
+        address = id(obj)
+        with self._lock:
+            known = self._known.get(address)
+            if known is not None and known[0]() is obj:
+                return known[1]
+            number = next(self._numbers)
+            reference: Callable[[], Any]
+            try:
+                reference = weakref.ref(obj, functools.partial(self._forget, address))
+            except TypeError:
+                reference = functools.partial(_same, obj)
+            self._known[address] = (reference, number)
+            return number
+
+    def _forget(self, address: int, reference: Any) -> None:
+        with self._lock:
+            known = self._known.get(address)
+            if known is not None and known[0] is reference:
+                del self._known[address]
+
+
+def _same(obj: Any) -> Any:
+    return obj
+
+
+_object_token = _ObjectTokens()
+
+
+# ---- wrappers -----------------------------------------------------------------------------
+
+
 class CachedTool(CallableAsFunction):
     """Wraps a tool so that repeated calls with equal arguments are served from a cache.
 
     Every attribute other than ``invoke``/``execute`` (and their async forms) is the wrapped
-    tool's, so the wrapper describes itself (name, schema) and streams exactly like the tool;
-    like a tool it is callable as a function, so LangGraph's ``ToolNode`` takes it as is.
+    tool's, so the wrapper describes itself (name, schema) like the tool; the tool's Runnable
+    methods (``batch``, ``stream``, ``run_with_artifact``, ...) are handed out bound to the
+    wrapper, so they go through the cache too. Like a tool it is callable as a function, so
+    LangGraph's ``ToolNode`` takes it as is.
 
     Args:
         tool: any object with ``name`` and ``invoke`` (and optionally ``ainvoke``).
         cache: a shared :class:`ToolResultCache`; default: a new one.
         maxsize: size of the new cache.
         ttl: time-to-live of the new cache.
+        namespace: the tenant or configuration this wrapper serves (any JSON value), part of
+            every key: for a tenant the tool reads from somewhere the key cannot see.
+
+    Raises:
+        ConfigError: a ``namespace`` JSON cannot encode.
     """
 
     def __init__(
@@ -185,9 +426,11 @@ class CachedTool(CallableAsFunction):
         *,
         maxsize: int = 1024,
         ttl: float | None = 3600.0,
+        namespace: Any = None,
     ) -> None:
         self.tool = tool
         self.cache = cache if cache is not None else ToolResultCache(maxsize, ttl)
+        self.namespace = _checked_namespace(namespace)
 
     @property
     def name(self) -> str:
@@ -202,7 +445,13 @@ class CachedTool(CallableAsFunction):
     def __getattr__(self, attr: str) -> Any:
         if attr == "tool":  # not set yet (e.g. during unpickling-like construction)
             raise AttributeError(attr)
-        return getattr(self.tool, attr)
+        value = getattr(self.tool, attr)
+        if attr in _RUNNABLE_METHODS:
+            default: Callable[..., Any] = getattr(RunnableMethods, attr)
+            if getattr(value, "__func__", None) is default:
+                # Written over invoke/execute: bound to the wrapper, they use its cache.
+                return types.MethodType(default, self)
+        return value
 
     def invoke(
         self, tool_input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
@@ -254,7 +503,16 @@ class CachedTool(CallableAsFunction):
         self, method: str, tool_input: Any, config: Mapping[str, Any] | None, kwargs: dict[str, Any]
     ) -> tuple[str | None, float, bool, Any]:
         """The call's key (``None``: uncacheable), start time, whether it hit, and the hit."""
-        key = self._key(tool_input, config, kwargs, method)
+        # A ToolCall gives a ToolMessage and plain arguments give the raw result: keep apart.
+        kind = "message" if is_tool_call(tool_input) else "value"
+        key = cache_key(
+            self.tool,
+            tool_input,
+            entry=f"{kind}.{method}",
+            injected=kwargs,
+            config=config,
+            namespace=self.namespace,
+        )
         started = time.perf_counter()
         found, value = self.cache.lookup(key) if key is not None else (False, None)
         if found:
@@ -268,26 +526,6 @@ class CachedTool(CallableAsFunction):
         _log(self.name, "miss", started)
         return result
 
-    def _key(
-        self,
-        tool_input: Any,
-        config: Mapping[str, Any] | None,
-        injected: Mapping[str, Any],
-        method: str,
-    ) -> str | None:
-        # A ToolCall gives a ToolMessage and plain arguments give the raw result: keep apart.
-        if isinstance(tool_input, Mapping) and is_tool_call(tool_input):
-            kind, raw = "message", tool_input["args"]
-        else:
-            kind, raw = "value", tool_input
-        try:
-            arguments = parse_arguments(raw)
-        except ToolInputError:  # invalid input is the tool's to report, uncached
-            return None
-        settings = {k: v for k, v in (config or {}).items() if k not in _CONFIG_NOT_KEYED}
-        everything = {"arguments": arguments, "injected": dict(injected), "config": settings}
-        return ToolResultCache.make_key(f"{self.name}\x00{kind}\x00{method}", everything)
-
     def __repr__(self) -> str:
         return f"CachedTool({self.tool!r})"
 
@@ -295,18 +533,30 @@ class CachedTool(CallableAsFunction):
 class CachedFunction(Generic[_P, _R]):
     """A function whose results are cached by its bound arguments; see :func:`cached`."""
 
-    def __init__(self, func: Callable[_P, _R], cache: ToolResultCache, name: str) -> None:
+    def __init__(
+        self, func: Callable[_P, _R], cache: ToolResultCache, name: str, namespace: Any = None
+    ) -> None:
         functools.update_wrapper(self, func)
         self.func = func
         self.cache = cache
         self.cache_name = name
+        self.namespace = _checked_namespace(namespace)
         self._signature = inspect.signature(func)
         self._is_async = inspect.iscoroutinefunction(func)
 
-    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    def bind(self, args: Any, kwargs: Any) -> dict[str, Any]:
+        """The arguments of a call by parameter name, defaults applied (the validation of a
+        plain function).
+
+        Raises:
+            TypeError: arguments the signature does not take.
+        """
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        key = ToolResultCache.make_key(self.cache_name, dict(bound.arguments))
+        return dict(bound.arguments)
+
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        key = cache_key(self, (args, kwargs), entry="call", namespace=self.namespace)
         if self._is_async:
             return cast(_R, self._acall(key, args, kwargs))
         started = time.perf_counter()
@@ -341,14 +591,20 @@ def cached(
     maxsize: int = 128,
     ttl: float | None = 3600.0,
     name: str | None = None,
+    namespace: Any = None,
 ) -> Callable[[Callable[_P, _R]], CachedFunction[_P, _R]]:
     """Decorator caching a deterministic function's results (sync or async).
 
-    The key is ``name`` (default: the function's qualified name) and the canonical JSON of the
+    The key (:func:`cache_key`) holds the decorated function (each decoration is its own: two
+    closures one factory decorated never share entries, even under one ``name`` in one shared
+    ``cache``), ``name`` (default: the function's qualified name), ``namespace`` and the
     arguments bound to the signature, defaults applied. The cache is ``wrapper.cache``. The
     wrapper keeps the function's signature and type hints (``__wrapped__``) and, for an
     ``async def``, is itself an ``async def``, so ``@tool`` over ``@cached`` infers the same
     schema and the same sync/async kind as over the bare function.
+
+    Raises:
+        ConfigError: a ``namespace`` JSON cannot encode.
 
     Example:
         >>> @cached(ttl=60)
@@ -357,10 +613,11 @@ def cached(
         >>> lookup("shenzhen"), lookup(city="shenzhen"), lookup.cache.info().hits
         ('SHENZHEN', 'SHENZHEN', 1)
     """
+    _checked_namespace(namespace)
 
     def decorator(func: Callable[_P, _R]) -> CachedFunction[_P, _R]:
         store = cache if cache is not None else ToolResultCache(maxsize, ttl)
-        wrapper = CachedFunction(func, store, name or func.__qualname__)
+        wrapper = CachedFunction(func, store, name or func.__qualname__, namespace)
         if not wrapper._is_async:
             return wrapper
 
@@ -377,8 +634,23 @@ def cached(
     return decorator
 
 
-_CONFIG_NOT_KEYED = frozenset({"callbacks", "max_concurrency"})
-"""Run-config keys that cannot change a result (observers, a batch's thread bound)."""
+_RUNNABLE_METHODS = frozenset(
+    {"batch", "abatch", "stream", "astream", "run_with_artifact", "arun_with_artifact"}
+)
+"""The :class:`~retrieval.tools.runnable.RunnableMethods` a CachedTool hands out bound to
+itself (unless the wrapped tool overrides them: a native stream passes through)."""
+
+
+def _checked_namespace(namespace: Any) -> Any:
+    try:
+        _canonical_json(namespace, _encode_model)
+    except (TypeError, ValueError) as exc:
+        msg = (
+            f"namespace {namespace!r} cannot be part of a cache key ({exc}); give a JSON "
+            "value, e.g. the tenant id as a string"
+        )
+        raise ConfigError(msg) from exc
+    return namespace
 
 
 def _with_config(config: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Annotated, Any
 
 import jsonschema
 import pytest
@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ragtools.parsers.errors import ConfigError, ToolInputError
 from ragtools.retrieval.tools import (
     BaseTool,
+    InjectedToolArg,
     StructuredTool,
     Tool,
     ToolException,
@@ -361,3 +362,24 @@ def test_simple_tool_from_function_with_coroutine_only() -> None:
     tool = Tool.from_function(None, name="echo", description="Echo.", coroutine=echo)
     assert tool.invoke("ab") == "abab"
     assert asyncio.run(tool.ainvoke("ab")) == "abab"
+
+
+def test_parse_input_gives_what_run_would_get_without_running() -> None:
+    runs: list[Any] = []
+
+    def scoped(query: str, tenant: Annotated[str, InjectedToolArg], k: int = 3) -> str:
+        """Search within a tenant."""
+        runs.append(query)
+        return query
+
+    scoped_tool = StructuredTool.from_function(scoped)
+    expected = {"query": "q", "tenant": "acme", "k": 3}
+    assert scoped_tool.parse_input({"query": "q"}, tenant="acme") == expected
+    assert Multiply().parse_input("4") == {"a": 4, "b": 2}  # a string fills the required field
+    call = make_tool_call("scoped", {"query": "q", "k": "5", "tenant": "model"}, id="c1")
+    assert scoped_tool.parse_input(call, tenant="acme") == {**expected, "k": 5}  # kwargs win
+    with pytest.raises(ValidationError):
+        scoped_tool.parse_input({"query": "q", "k": "many"}, tenant="acme")
+    with pytest.raises(ConfigError, match="needs the injected argument 'tenant'"):
+        scoped_tool.parse_input({"query": "q"})
+    assert runs == []

@@ -3,16 +3,41 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import gc
+import inspect
+import json
 import logging
+import random
+import re
 import threading
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
+from ragtools.indexes.testing import FakeEmbedder
+from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.tools.cache import CachedTool, ToolResultCache, cached
+from ragtools.retrieval import Index, KeywordRetriever
+from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.integrations.langchain import to_langchain_tool
+from ragtools.retrieval.tools import InjectedToolArg, InjectedToolCallId, RunConfig, tool
+from ragtools.retrieval.tools.cache import (
+    CachedTool,
+    ToolResultCache,
+    cache_key,
+    cached,
+    tool_identity,
+)
+from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
 from ragtools.retrieval.tools.messages import ToolMessage, is_tool_call, make_tool_call
 from ragtools.retrieval.tools.node import ToolsNode
+from ragtools.retrieval.tools.registry import ToolRegistry
+from ragtools.retrieval.tools.retriever_tool import create_retriever_tool, format_hits
 
 
 class FakeClock:
@@ -274,3 +299,537 @@ class TestCachedDecorator:
         marker = object()
         assert identity(marker) is marker and identity(marker) is marker
         assert len(runs) == 2
+
+
+# ---- two tenants through every cached entry point (issue 32) --------------------------------
+
+SOURCES = {"a": "doc1.md", "b": "doc2.md"}
+QUERY = "quarterly revenue"
+TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("TENANT")
+"""The tenant of a request, where no cache key can see it (the ``namespace`` case)."""
+
+
+@pytest.fixture(scope="module")
+def tenant_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    """doc1.md (tenant a) and doc2.md (tenant b), both matching :data:`QUERY`."""
+    docs = [
+        Document(
+            id=f"d{n}",
+            text=f"Quarterly revenue report of tenant {tenant}: {n}0 million.",
+            metadata={"source": source},
+        )
+        for n, (tenant, source) in enumerate(SOURCES.items(), start=1)
+    ]
+    path = tmp_path_factory.mktemp("tenants") / "index"
+    return Index.from_documents(docs, path, embedder=FakeEmbedder(dim=32))
+
+
+class CountingRetriever:
+    """A keyword retriever over the index that counts the searches that really ran."""
+
+    def __init__(self, index: Index) -> None:
+        self.retriever = KeywordRetriever(index)
+        self.runs = 0
+        self._lock = threading.Lock()
+
+    def invoke(self, query: str, *, k: int | None = None, filter: Any = None) -> list[Hit]:
+        with self._lock:
+            self.runs += 1
+        return self.retriever.invoke(query, k=k, filter=filter)
+
+    async def ainvoke(self, query: str, *, k: int | None = None, filter: Any = None) -> list[Hit]:
+        return self.invoke(query, k=k, filter=filter)
+
+    def search(self, query: str, source: str) -> tuple[str, list[Hit]]:
+        hits = self.invoke(query, filter={"source": source})
+        return format_hits(hits), hits
+
+
+@dataclass
+class Tenant:
+    """One tenant's way in: what to call, and how the tenant is told apart."""
+
+    tool: Any
+    source: str
+    family: str
+    """``base`` (BaseTool entry points), ``qwen`` (class-based tools) or ``function``."""
+    injected: dict[str, Any] = field(default_factory=dict)
+    config: RunConfig | None = None
+    context: str | None = None
+    """Value of :data:`TENANT` while the tenant calls."""
+
+    @property
+    def text(self) -> str:
+        """The query as a string input: the query itself, or JSON text for class tools."""
+        return json.dumps({"query": QUERY}) if self.family == "qwen" else QUERY
+
+    def call(self, **args: Any) -> dict[str, Any]:
+        return {"name": "search", "args": {"query": QUERY, **args}, "type": "tool_call"}
+
+
+Setup = Callable[[CountingRetriever, ToolResultCache], dict[str, Tenant]]
+
+
+def _bound_filters(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    """Two retriever tools named "search", bound to different filters, one store."""
+    return {
+        t: Tenant(
+            CachedTool(
+                create_retriever_tool(r, "search", "Search the reports.", filter={"source": s}),
+                store,
+            ),
+            s,
+            "base",
+        )
+        for t, s in SOURCES.items()
+    }
+
+
+def _injected_tenant(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    """One tool, the tenant an InjectedToolArg."""
+
+    @tool(response_format="content_and_artifact")
+    def search(query: str, tenant: Annotated[str, InjectedToolArg]) -> tuple[str, list[Hit]]:
+        """Search the tenant's reports."""
+        return r.search(query, SOURCES[tenant])
+
+    cached_search = CachedTool(search, store)
+    return {t: Tenant(cached_search, s, "base", {"tenant": t}) for t, s in SOURCES.items()}
+
+
+def _run_config(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    """One tool, the tenant in the run configuration."""
+
+    @tool(response_format="content_and_artifact")
+    def search(query: str, config: RunConfig) -> tuple[str, list[Hit]]:
+        """Search the tenant's reports."""
+        return r.search(query, SOURCES[config["configurable"]["tenant"]])
+
+    cached_search = CachedTool(search, store)
+    return {
+        t: Tenant(cached_search, s, "base", config={"configurable": {"tenant": t}})
+        for t, s in SOURCES.items()
+    }
+
+
+def _namespace(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    """One tool object reading the tenant from a context variable; one wrapper per tenant."""
+
+    @tool(response_format="content_and_artifact")
+    def search(query: str) -> tuple[str, list[Hit]]:
+        """Search the current tenant's reports."""
+        return r.search(query, SOURCES[TENANT.get()])
+
+    return {
+        t: Tenant(CachedTool(search, store, namespace={"tenant": t}), s, "base", context=t)
+        for t, s in SOURCES.items()
+    }
+
+
+def _search_registry(r: CountingRetriever) -> ToolRegistry:
+    """A registry with a Qwen-style "search" tool searching the ``source`` of its config."""
+    registry = ToolRegistry()
+
+    @registry.register("search")
+    class Search(FunctionTool):
+        description = "Search the reports."
+        parameters = [{"name": "query", "type": "string", "required": True}]
+
+        def call(self, params: Any, **kwargs: Any) -> Any:
+            return r.search(self.verify_args(params)["query"], self.config["source"])[0]
+
+    return registry
+
+
+def _function_tools(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    """Qwen-style class tools from a registry: one name, the source in each one's config."""
+    registry = _search_registry(r)
+    return {
+        t: Tenant(CachedTool(registry.get_tool("search", source=s), store), s, "qwen")
+        for t, s in SOURCES.items()
+    }
+
+
+def _model_tools(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    """Two pydantic-model tools named "search", each searching its own source."""
+
+    class SearchA(BaseModel):
+        """Search the reports."""
+
+        query: str
+
+        def run(self) -> str:
+            return r.search(self.query, SOURCES["a"])[0]
+
+    class SearchB(SearchA):
+        def run(self) -> str:
+            return r.search(self.query, SOURCES["b"])[0]
+
+    models = {"a": SearchA, "b": SearchB}
+    return {
+        t: Tenant(CachedTool(ModelTool(models[t], name="search"), store), s, "qwen")
+        for t, s in SOURCES.items()
+    }
+
+
+def _make_cached(
+    r: CountingRetriever, store: ToolResultCache, source: str, *, use_async: bool
+) -> Any:
+    """What a factory of per-tenant functions does: same name, same store, another closure."""
+    if use_async:
+
+        @cached(store, name="search")
+        async def asearch(query: str) -> tuple[str, list[Hit]]:
+            """Search the reports."""
+            await asyncio.sleep(0)
+            return r.search(query, source)
+
+        return asearch
+
+    @cached(store, name="search")
+    def search(query: str) -> tuple[str, list[Hit]]:
+        """Search the reports."""
+        return r.search(query, source)
+
+    return search
+
+
+def _cached_functions(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    return {
+        t: Tenant(_make_cached(r, store, s, use_async=False), s, "function")
+        for t, s in SOURCES.items()
+    }
+
+
+def _cached_coroutines(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    return {
+        t: Tenant(_make_cached(r, store, s, use_async=True), s, "function")
+        for t, s in SOURCES.items()
+    }
+
+
+def _tools_over_cached(r: CountingRetriever, store: ToolResultCache) -> dict[str, Tenant]:
+    """``@tool`` over ``@cached`` closures: the tools are plain, their functions cached."""
+    return {
+        t: Tenant(
+            tool(
+                _make_cached(r, store, s, use_async=False), response_format="content_and_artifact"
+            ),
+            s,
+            "base",
+        )
+        for t, s in SOURCES.items()
+    }
+
+
+SETUPS: dict[str, tuple[str, Setup]] = {
+    # name: (family of entry points, how the tenants are made)
+    "bound-filter": ("base", _bound_filters),
+    "injected-tenant": ("base", _injected_tenant),
+    "run-config": ("base", _run_config),
+    "namespace": ("base", _namespace),
+    "function-tool": ("qwen", _function_tools),
+    "model-tool": ("qwen", _model_tools),
+    "cached-function": ("function", _cached_functions),
+    "cached-coroutine": ("function", _cached_coroutines),
+    "tool-over-cached": ("base", _tools_over_cached),
+}
+
+
+def _kwargs(t: Tenant) -> dict[str, Any]:
+    return {**t.injected, **({"config": t.config} if t.config is not None else {})}
+
+
+def _node(t: Tenant) -> ToolsNode:
+    return ToolsNode([t.tool], injected=t.injected)
+
+
+def _call_function(t: Tenant, *args: Any, **kwargs: Any) -> Any:
+    result = t.tool(*args, **kwargs)
+    return asyncio.run(result) if inspect.isawaitable(result) else result
+
+
+async def _agen(items: Any) -> list[Any]:
+    return [item async for item in items]
+
+
+Entry = Callable[[Tenant], Any]
+ENTRIES: dict[str, tuple[frozenset[str], bool, Entry]] = {
+    # name: (families, takes a run config, the call)
+    "invoke-dict": (
+        frozenset({"base", "qwen"}),
+        True,
+        lambda t: t.tool.invoke({"query": QUERY}, **_kwargs(t)),
+    ),
+    "invoke-string": (
+        frozenset({"base", "qwen"}),
+        True,
+        lambda t: t.tool.invoke(t.text, **_kwargs(t)),
+    ),
+    "invoke-toolcall": (
+        frozenset({"base", "qwen"}),
+        True,
+        lambda t: t.tool.invoke(make_tool_call("search", {"query": QUERY}), **_kwargs(t)),
+    ),
+    "ainvoke-dict": (
+        frozenset({"base", "qwen"}),
+        True,
+        lambda t: asyncio.run(t.tool.ainvoke({"query": QUERY}, **_kwargs(t))),
+    ),
+    "ainvoke-toolcall": (
+        frozenset({"base", "qwen"}),
+        True,
+        lambda t: asyncio.run(
+            t.tool.ainvoke(make_tool_call("search", {"query": QUERY}), **_kwargs(t))
+        ),
+    ),
+    "execute": (frozenset({"base"}), True, lambda t: t.tool.execute(QUERY, **_kwargs(t))),
+    "aexecute": (
+        frozenset({"base"}),
+        True,
+        lambda t: asyncio.run(t.tool.aexecute(t.call() | {"id": "x"}, **_kwargs(t))),
+    ),
+    "run-with-artifact": (
+        frozenset({"base"}),
+        True,
+        lambda t: t.tool.run_with_artifact({"query": QUERY}, **_kwargs(t)),
+    ),
+    "arun-with-artifact": (
+        frozenset({"base"}),
+        True,
+        lambda t: asyncio.run(t.tool.arun_with_artifact(QUERY, **_kwargs(t))),
+    ),
+    "batch": (
+        frozenset({"base"}),
+        True,
+        lambda t: t.tool.batch([{"query": QUERY}, t.call() | {"id": "b"}], **_kwargs(t)),
+    ),
+    "abatch": (
+        frozenset({"base"}),
+        True,
+        lambda t: asyncio.run(t.tool.abatch([QUERY, t.call() | {"id": "b"}], **_kwargs(t))),
+    ),
+    "stream": (frozenset({"base"}), True, lambda t: list(t.tool.stream(QUERY, **_kwargs(t)))),
+    "astream": (
+        frozenset({"base"}),
+        True,
+        lambda t: asyncio.run(_agen(t.tool.astream(t.call() | {"id": "s"}, **_kwargs(t)))),
+    ),
+    "node-invoke": (
+        frozenset({"base", "qwen"}),
+        False,
+        lambda t: _node(t).invoke([t.call()]),
+    ),
+    "node-ainvoke": (
+        frozenset({"base", "qwen"}),
+        False,
+        lambda t: asyncio.run(_node(t).ainvoke([t.call()])),
+    ),
+    "node-stream": (
+        frozenset({"base", "qwen"}),
+        False,
+        lambda t: list(_node(t).stream([t.call()])),
+    ),
+    "as-function": (frozenset({"base"}), False, lambda t: t.tool(query=QUERY, **t.injected)),
+    "langchain-adapter": (
+        frozenset({"base"}),
+        False,
+        lambda t: to_langchain_tool(t.tool).invoke(t.call(**t.injected) | {"id": "lc"}),
+    ),
+    "call-positional": (frozenset({"function"}), False, lambda t: _call_function(t, QUERY)),
+    "call-keyword": (frozenset({"function"}), False, lambda t: _call_function(t, query=QUERY)),
+}
+
+
+def _entries(setup: str) -> list[str]:
+    """The entry points of a setup's family; with the tenant in the run configuration, those
+    that take one."""
+    family = SETUPS[setup][0]
+    return [
+        name
+        for name, (families, takes_config, _) in ENTRIES.items()
+        if family in families and (takes_config or setup != "run-config")
+    ]
+
+
+CASES = [(setup, entry) for setup in SETUPS for entry in _entries(setup)]
+
+
+def _enter(entry: str, t: Tenant) -> Any:
+    token = TENANT.set(t.context) if t.context is not None else None
+    try:
+        return ENTRIES[entry][2](t)
+    finally:
+        if token is not None:
+            TENANT.reset(token)
+
+
+def _sources(result: Any) -> set[str]:
+    """Every source a result shows: in its text, its artifact's hits, its messages."""
+    if isinstance(result, str):
+        return set(re.findall(r"doc\d\.md", result))
+    if isinstance(result, Hit):
+        return {result.chunk.source}
+    if isinstance(result, (list, tuple)):
+        return set().union(*map(_sources, result))
+    parts = [getattr(result, name, None) for name in ("content", "artifact", "message")]
+    assert any(part is not None for part in parts), f"unexpected result {result!r}"
+    return _sources([part for part in parts if part is not None])
+
+
+class TestTwoTenants:
+    """Issue 32: two tenants through every cached entry point never see each other's results."""
+
+    @pytest.mark.parametrize("first", ["a", "b"])
+    @pytest.mark.parametrize(("setup", "entry"), CASES, ids=[f"{s}-{e}" for s, e in CASES])
+    def test_each_tenant_sees_only_its_own_results(
+        self, tenant_index: Index, setup: str, entry: str, first: str
+    ) -> None:
+        store = ToolResultCache(ttl=None)
+        retriever = CountingRetriever(tenant_index)
+        tenants = SETUPS[setup][1](retriever, store)
+        other, own = tenants[first], tenants["b" if first == "a" else "a"]
+        for name in _entries(setup):  # the other tenant fills the cache through every way in
+            assert _sources(_enter(name, other)) == {other.source}, name
+        filled = retriever.runs
+        assert _sources(_enter(entry, own)) == {own.source}
+        assert retriever.runs > filled  # nothing of the other tenant's answered this tenant
+        searched, hits = retriever.runs, store.info().hits
+        assert _sources(_enter(entry, own)) == {own.source}
+        assert retriever.runs == searched and store.info().hits > hits  # its own entry hit
+
+    def test_every_entry_point_is_exercised(self) -> None:
+        assert {entry for _, entry in CASES} == set(ENTRIES)
+        assert {setup for setup, _ in CASES} == set(SETUPS)
+
+
+class TestCacheKey:
+    """The one key rule: what counts as the tool, the arguments, the injected values."""
+
+    def test_tools_made_per_request_never_inherit_a_dead_tools_entries(
+        self, tenant_index: Index
+    ) -> None:
+        # Tools made and dropped per request free their memory, and a new tool often lands
+        # at a dead one's address: a key on id() would hand it the dead tool's results.
+        store = ToolResultCache(ttl=None)
+        retriever = CountingRetriever(tenant_index)
+        addresses = set()
+        for tenant in "abababab":
+            search = create_retriever_tool(
+                retriever, "search", "Search.", filter={"source": SOURCES[tenant]}
+            )
+            addresses.add(id(search))
+            assert _sources(CachedTool(search, store).invoke(QUERY)) == {SOURCES[tenant]}
+            del search
+            gc.collect()
+        assert retriever.runs == 8 and store.info().hits == 0
+        assert len(addresses) < 8  # addresses were reused, so the rule was put to the test
+
+    def test_calls_the_tool_cannot_tell_apart_share_one_entry(self, tenant_index: Index) -> None:
+        retriever = CountingRetriever(tenant_index)
+        search = CachedTool(create_retriever_tool(retriever, "search", "Search."))
+        answers = [
+            search.invoke(QUERY),
+            search.invoke({"query": QUERY}),
+            search.invoke({"query": f"  {QUERY} "}),  # the schema strips whitespace
+        ]
+        assert answers[0] == answers[1] == answers[2]
+        assert _sources(answers[0]) == {"doc1.md", "doc2.md"}
+        assert retriever.runs == 1 and search.cache.info().hits == 2
+
+    def test_rejected_input_is_never_cached(self, tenant_index: Index) -> None:
+        retriever = CountingRetriever(tenant_index)
+        search = CachedTool(create_retriever_tool(retriever, "search", "Search."))
+        bad = make_tool_call("search", {"query": QUERY, "filter": {"source": "doc2.md"}})
+        for _ in range(2):
+            with pytest.raises(ValidationError):  # the tool's own error, each time
+                search.invoke(bad)
+        assert len(search.cache) == 0 and retriever.runs == 0
+
+    def test_the_call_id_is_not_part_of_the_key(self) -> None:
+        runs: list[str] = []
+
+        @tool
+        def echo(text: str, call_id: Annotated[str, InjectedToolCallId]) -> str:
+            """Echo the text."""
+            runs.append(call_id)
+            return text
+
+        cached_echo = CachedTool(echo)
+        first = cached_echo.invoke(make_tool_call("echo", {"text": "hi"}, id="one"))
+        second = cached_echo.invoke(make_tool_call("echo", {"text": "hi"}, id="two"))
+        assert runs == ["one"]
+        assert (first.tool_call_id, second.tool_call_id, second.content) == ("one", "two", "hi")
+
+    def test_a_setting_changed_on_the_same_tool_is_a_miss(self, tenant_index: Index) -> None:
+        retriever = CountingRetriever(tenant_index)
+        search = _search_registry(retriever).get_tool("search", source="doc1.md")
+        wrapped = CachedTool(search)
+        assert _sources(wrapped.invoke({"query": QUERY})) == {"doc1.md"}
+        search.config["source"] = "doc2.md"
+        assert _sources(wrapped.invoke({"query": QUERY})) == {"doc2.md"}
+        assert retriever.runs == 2
+
+    def test_identity_is_the_tool_object_not_its_name(self, tenant_index: Index) -> None:
+        retriever = CountingRetriever(tenant_index)
+        one = create_retriever_tool(retriever, "search", "Search.")
+        two = create_retriever_tool(retriever, "search", "Search.")
+        assert tool_identity(one) == tool_identity(one) != tool_identity(two)
+        store = ToolResultCache()
+        CachedTool(one, store).invoke(QUERY)
+        CachedTool(one, store).invoke(QUERY)  # another wrapper over the same tool: a hit
+        assert store.info().hits == 1 and retriever.runs == 1
+
+    def test_namespace_is_part_of_the_key(self) -> None:
+        runs: list[str] = []
+
+        @cached(ToolResultCache(), namespace="a")
+        def ping(text: str) -> str:
+            runs.append(text)
+            return text
+
+        key_a = cache_key(ping, (("x",), {}), entry="call", namespace="a")
+        assert key_a == cache_key(ping, ((), {"text": "x"}), entry="call", namespace="a")
+        assert key_a != cache_key(ping, (("x",), {}), entry="call", namespace="b")
+        assert ping("x") == ping(text="x") == "x" and runs == ["x"]
+
+    @pytest.mark.parametrize("namespace", [object(), {"tenant": {1, 2}}])
+    def test_a_namespace_json_cannot_encode_is_refused(self, namespace: Any) -> None:
+        with pytest.raises(ConfigError, match=r"namespace .* cannot be part of a cache key"):
+            CachedTool(CountingTool(), namespace=namespace)
+        with pytest.raises(ConfigError, match="namespace"):
+            cached(namespace=namespace)
+
+
+@pytest.mark.stress
+def test_two_tenants_from_threads_with_tools_made_per_request(tenant_index: Index) -> None:
+    """Threads, a small shared store (evictions), tools kept and tools made per request (so
+    dead tools' addresses are reused): no call ever sees the other tenant's source."""
+    store = ToolResultCache(maxsize=8, ttl=None)
+    retriever = CountingRetriever(tenant_index)
+    kept = _bound_filters(retriever, store)
+    rng = random.Random(32)
+    jobs = [(rng.choice("ab"), rng.randrange(4), rng.random() < 0.5) for _ in range(2400)]
+
+    def run(job: tuple[str, int, bool]) -> tuple[str, set[str]]:
+        tenant, how, per_request = job
+        source = SOURCES[tenant]
+        if per_request:
+            made = create_retriever_tool(retriever, "search", "S.", filter={"source": source})
+            search = CachedTool(made, store)
+        else:
+            search = kept[tenant].tool
+        if how == 0:
+            result = search.invoke(QUERY)
+        elif how == 1:
+            result = search.invoke(make_tool_call("search", {"query": QUERY}))
+        elif how == 2:
+            result = ToolsNode([search]).invoke([make_tool_call("search", {"query": QUERY})])
+        else:
+            result = asyncio.run(search.ainvoke({"query": QUERY}))
+        return source, _sources(result)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(run, jobs))
+    assert all(seen == {source} for source, seen in results)
+    assert store.info().hits > 0 and store.info().evictions > 0
