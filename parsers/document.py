@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
@@ -23,11 +24,14 @@ __all__ = [
     "Chunk",
     "Document",
     "document_without_surrogates",
+    "documents_without_surrogates",
     "json_text",
     "replace_surrogates",
     "stable_id",
     "strict_utf8",
 ]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SOURCE = "<text>"
 
@@ -120,6 +124,22 @@ def document_without_surrogates(
     if document.id == stable_id("doc", old, document.metadata.get("page"), document.text):
         return Document(text=text, metadata=metadata), count
     return Document(id=document.id, text=text, metadata=metadata), count
+
+
+def documents_without_surrogates(
+    documents: Iterable[Document], source: str, keep: frozenset[str] = frozenset()
+) -> tuple[list[Document], int]:
+    """:func:`document_without_surrogates` over a file's documents, with the total, which
+    is logged (WARNING, naming ``source``) when not zero."""
+    cleaned: list[Document] = []
+    total = 0
+    for document in documents:
+        clean, count = document_without_surrogates(document, keep)
+        cleaned.append(clean)
+        total += count
+    if total:
+        logger.warning("%s: %d lone surrogates (not characters) replaced by U+FFFD", source, total)
+    return cleaned, total
 
 
 def stable_id(*parts: object) -> str:

@@ -56,7 +56,7 @@ from ragtools.parsers._pool import (
     submit,
 )
 from ragtools.parsers._progress import progress
-from ragtools.parsers.document import Document, document_without_surrogates
+from ragtools.parsers.document import Document, documents_without_surrogates
 from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.parsers.file_metadata import file_metadata, source_name, with_file_metadata
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
@@ -117,19 +117,6 @@ def _too_large(size: int, max_bytes: int) -> str | None:
     if size <= max_bytes:
         return None
     return f"larger than max_bytes ({size} > {max_bytes} bytes): not read; raise max_bytes"
-
-
-def _without_surrogates(documents: list[Document], source: str) -> tuple[list[Document], int]:
-    """The parser boundary's replacement of lone surrogates (see the module docstring)."""
-    cleaned: list[Document] = []
-    total = 0
-    for document in documents:
-        clean, count = document_without_surrogates(document, keep=_FILE_NAMES)
-        cleaned.append(clean)
-        total += count
-    if total:
-        logger.warning("%s: %d lone surrogates (not characters) replaced by U+FFFD", source, total)
-    return cleaned, total
 
 
 def _read_head(file: Path, source: str, max_bytes: int | None = None) -> bytes:
@@ -216,9 +203,8 @@ def load(
     file = Path(source)
     head = _read_head(file, source, max_bytes)
     spec = _resolve(file, head, source)
-    documents, _ = _without_surrogates(
-        run_parser(spec, file, source, password, time_budget), source
-    )
+    parsed = run_parser(spec, file, source, password, time_budget)
+    documents, _ = documents_without_surrogates(parsed, source, _FILE_NAMES)
     try:
         extra = file_metadata(file, spec, file.stat())
     except OSError as exc:
@@ -422,7 +408,7 @@ def _load(
         else:
             task = by_index[index]
             name = task.name or task.source
-            cleaned, count = _without_surrogates(outcome, task.source)
+            cleaned, count = documents_without_surrogates(outcome, task.source, _FILE_NAMES)
             replaced += count
             documents.extend(with_file_metadata(d, name, task.metadata) for d in cleaned)
     skipped.sort()

@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.document import Document, documents_without_surrogates, stable_id
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.nesting import nesting_problem, too_deep
 from ragtools.parsers.normalize import normalize_text
@@ -314,7 +314,8 @@ def load_beir_corpus(path: str | Path, *, source: str | None = None) -> list[Doc
     evaluation must fail instead, so here every record must be BEIR-shaped: an ``_id``
     (non-empty string or integer), a ``text`` field, string (or null) ``title`` and
     ``text``. The conversion itself is the one ``parse_json`` uses, so ``rag eval`` and
-    ``rag build corpus.jsonl`` index the same ids, texts and metadata.
+    ``rag build corpus.jsonl`` index the same ids, texts and metadata (lone surrogates
+    replaced by U+FFFD here as :func:`parsers.load` replaces them).
 
     Args:
         path: the corpus file (JSON Lines; a JSON array of records is read too).
@@ -334,4 +335,4 @@ def load_beir_corpus(path: str | Path, *, source: str | None = None) -> list[Doc
     documents = _beir_documents(records, name)
     if len(documents) < len(records):
         logger.debug("%s: %d records without text skipped", name, len(records) - len(documents))
-    return documents
+    return documents_without_surrogates(documents, name, frozenset({"source"}))[0]

@@ -627,3 +627,17 @@ def test_a_clean_document_is_passed_through_unchanged() -> None:
     given = Document(id="q1", text="a\ud800", metadata={"source": "b\udce9.txt"})
     clean, count = document_without_surrogates(given, keep=frozenset({"source"}))
     assert (clean.id, clean.text, clean.source, count) == ("q1", "a\ufffd", "b\udce9.txt", 1)
+
+
+def test_a_beir_corpus_gets_the_same_replacement_as_load(tmp_path: Path) -> None:
+    """``rag eval`` reads its corpus with ``load_beir_corpus``: the same text as ``rag build``."""
+    from ragtools.parsers.records import load_beir_corpus
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"_id": "d1", "title": "T\\ud800", "text": "body \\udfff"}\n')
+    (document,) = load_beir_corpus(corpus)
+    assert (document.id, document.text) == ("d1", "T\ufffd\n\nbody \ufffd")
+    assert document.metadata["title"] == "T\ufffd"
+    assert [(d.id, d.text, d.metadata["title"]) for d in load(corpus)] == [
+        ("d1", document.text, "T\ufffd")
+    ]

@@ -261,3 +261,15 @@ def test_a_query_with_a_lone_surrogate_reaches_the_embedder_replaced(tmp_path: P
     hits = hybrid.invoke("trace \ud800 compile")
     assert [h.chunk.text for h in hits] == ["trace the compile step"]
     assert [h.chunk.text for h in hybrid.batch(["\udc00compile"])[0]] == ["trace the compile step"]
+
+
+def test_rag_build_of_a_record_with_a_lone_surrogate_succeeds_and_says_so(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.jsonl").write_text('{"text": "trace \\ud800 compile"}\n', encoding="utf-8")
+    proc = rag("build", str(docs), "--out", str(tmp_path / "index"), "--no-vector")
+    assert proc.returncode == 0, proc.stderr  # was a UnicodeEncodeError traceback
+    assert b"1 chunks from 1 files" in proc.stdout
+    assert b"notes.jsonl: 1 lone surrogates (not characters) replaced by U+FFFD" in proc.stderr
+    proc = rag("search", str(tmp_path / "index"), "trace", "--json")
+    assert json.loads(proc.stdout)[0]["chunk"]["text"] == "trace \ufffd compile"
