@@ -7,6 +7,13 @@ artifacts unchanged. Ids are content hashes, so they are stable across runs and 
   BEIR ``_id`` values are);
 * ``Chunk.id`` is a SHA-256 of the document id, the offsets and the text, so an unchanged
   chunk keeps its id when an index is rebuilt.
+
+Lone surrogates are the one thing a ``str`` holds that UTF-8 cannot: a file name that is not
+UTF-8 has them (PEP 383) and is kept exactly (:func:`json_text`), while text and metadata from
+a file's content get them from a broken escape (``"\\ud800"`` in JSON) or a library's
+``surrogateescape`` decoding, and have them replaced by U+FFFD at the parser boundary
+(:func:`documents_without_surrogates`, called by :mod:`parsers.loading`), so that no writer,
+tokenizer or model meets one.
 """
 
 from __future__ import annotations
