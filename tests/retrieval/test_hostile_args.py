@@ -273,3 +273,17 @@ def test_rag_build_of_a_record_with_a_lone_surrogate_succeeds_and_says_so(tmp_pa
     assert b"notes.jsonl: 1 lone surrogates (not characters) replaced by U+FFFD" in proc.stderr
     proc = rag("search", str(tmp_path / "index"), "trace", "--json")
     assert json.loads(proc.stdout)[0]["chunk"]["text"] == "trace \ufffd compile"
+
+
+@pytest.mark.slow
+def test_the_bundled_model_is_never_handed_a_lone_surrogate(tmp_path: Path) -> None:
+    """The issue's case with the real tokenizer, which raised ``TypeError`` on "\\ud800"."""
+    from ragtools.indexes.bundle import Index
+    from ragtools.retrieval import HybridRetriever
+
+    (tmp_path / "trace.txt").write_text("trace the compile step", encoding="utf-8")
+    index = Index.build([tmp_path / "trace.txt"], tmp_path / "index")
+    hits = HybridRetriever.from_index(index).invoke("trace \ud800 compile")
+    assert [h.chunk.text for h in hits] == ["trace the compile step"]
+    vectors = index.embedder.embed_documents(["trace \ud800 compile", "trace \ufffd compile"])
+    assert vectors.shape[0] == 2 and bool((vectors[0] == vectors[1]).all())
