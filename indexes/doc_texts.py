@@ -7,7 +7,10 @@ come from, in the folder ``documents/``:
 
 * ``ids.json``: the document ids, in row order (a JSON list);
 * ``offsets.npy``: ``int64`` byte offsets, one more than there are ids, into
-* ``texts.txt``: the texts, UTF-8, one after another.
+* ``texts.txt``: the texts, UTF-8, one after another. A lone surrogate (which the parsers
+  replace on the way in, but a text given directly may hold) is written with
+  ``surrogatepass``, as the chunk store escapes it (:func:`parsers.document.json_text`), so
+  writing never fails and the text reads back exactly.
 
 Opening reads only the ids (the chunks, read whole at open, are larger); the offsets and the
 texts are memory-mapped, so a text takes memory only while it is used, and the mapping keeps
@@ -124,7 +127,7 @@ class DocumentTexts(Mapping[str, str]):
         row = self._row[doc_id]
         start, end = int(self._offsets[row]), int(self._offsets[row + 1])
         try:
-            return bytes(self._blob[start:end]).decode("utf-8")
+            return bytes(self._blob[start:end]).decode("utf-8", "surrogatepass")
         except UnicodeDecodeError as exc:
             msg = f"the text of document {doc_id!r} is not UTF-8"
             raise IndexLoadError(TEXTS_DIR + "/" + _TEXTS, msg) from exc
@@ -175,7 +178,7 @@ def write_texts(directory: Path, doc_ids: Iterable[str], texts: Mapping[str, str
             text = texts.get(doc_id)
             if text is None:
                 continue
-            data = text.encode("utf-8")
+            data = text.encode("utf-8", "surrogatepass")
             handle.write(data)
             offsets.append(offsets[-1] + len(data))
             written.append(doc_id)

@@ -39,6 +39,7 @@ from ragtools.indexes.model_dir import DEFAULT_MODEL_ID, local_model_dir, shared
 from ragtools.indexes.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
 from ragtools.indexes.onnx_export import PRECISIONS
 from ragtools.parsers._progress import progress, should_show
+from ragtools.parsers.document import replace_surrogates
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 from ragtools.parsers.normalize import compact_whitespace
 
@@ -299,7 +300,9 @@ class SentenceTransformerEmbedder:
         prompt = self.query_prompt if query else self.document_prompt
         # Stored text keeps its layout (indentation); the model reads it with whitespace
         # compacted (parsers.normalize), as BERT-style tokenizers do anyway and others not.
-        texts = [compact_whitespace(text) for text in texts]
+        # Lone surrogates (a text given directly; parsers and retrievers replace them) make
+        # Hugging Face tokenizers raise TypeError: the model reads U+FFFD instead.
+        texts = [replace_surrogates(compact_whitespace(text))[0] for text in texts]
         encoder = self._onnx_encoder()
         if encoder is not None:
             batch = [prompt + t for t in texts] if prompt else list(texts)

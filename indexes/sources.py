@@ -104,6 +104,9 @@ class Parsed:
     by_file: dict[str, list[Document]] = field(default_factory=dict)
     failures: list[FileError] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    replaced: int = 0
+    """Lone surrogates replaced by U+FFFD in the documents (:attr:`parsers.LoadResult.replaced`),
+    for the build report."""
 
 
 def parse_files(
@@ -129,4 +132,5 @@ def parse_files(
             by_file.setdefault(file, [])  # parsed, but no text (e.g. a scanned PDF)
     for failure in result.errors:
         logger.info("failed %s: %s", failure.path, failure.message)
-    return Parsed(by_file, sorted(result.errors, key=lambda f: f.path), sorted(result.skipped))
+    errors = sorted(result.errors, key=lambda f: f.path)
+    return Parsed(by_file, errors, sorted(result.skipped), result.replaced)

@@ -7,18 +7,38 @@ artifacts unchanged. Ids are content hashes, so they are stable across runs and 
   BEIR ``_id`` values are);
 * ``Chunk.id`` is a SHA-256 of the document id, the offsets and the text, so an unchanged
   chunk keeps its id when an index is rebuilt.
+
+Lone surrogates are the one thing a ``str`` holds that UTF-8 cannot: a file name that is not
+UTF-8 has them (PEP 383) and is kept exactly (:func:`json_text`), while text and metadata from
+a file's content get them from a broken escape (``"\\ud800"`` in JSON) or a library's
+``surrogateescape`` decoding, and have them replaced by U+FFFD at the parser boundary
+(:func:`documents_without_surrogates`, called by :mod:`parsers.loading`), so that no writer,
+tokenizer or model meets one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
-__all__ = ["Chunk", "Document", "json_text", "stable_id", "strict_utf8"]
+__all__ = [
+    "Chunk",
+    "Document",
+    "document_without_surrogates",
+    "documents_without_surrogates",
+    "json_text",
+    "replace_surrogates",
+    "stable_id",
+    "strict_utf8",
+]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SOURCE = "<text>"
 
@@ -46,6 +66,87 @@ def strict_utf8(value: Any) -> Any:
     """
     text = json.dumps(value, ensure_ascii=False)
     return json.loads(_LONE_SURROGATE.sub(lambda match: f"\\\\u{ord(match.group()):04x}", text))
+
+
+def replace_surrogates(text: str) -> tuple[str, int]:
+    """``text`` with each lone surrogate replaced by U+FFFD, and how many there were.
+
+    A lone surrogate (``"\\ud800"`` in a JSON record or a query, or text a parser library
+    decoded with ``surrogateescape``) is no character: UTF-8 cannot encode it, so it would
+    fail wherever the text is written or tokenized. U+FFFD is what a decoder puts where it
+    met no character, and it stays visible.
+    """
+    if text.isascii():
+        return text, 0
+    return _LONE_SURROGATE.subn("\ufffd", text)
+
+
+def _replace_in_value(value: JsonValue) -> tuple[JsonValue, int]:
+    """:func:`replace_surrogates` over a JSON value's strings and keys (recursive: metadata
+    is a few levels deep, pydantic refused deeper on construction)."""
+    if isinstance(value, str):
+        return replace_surrogates(value)
+    if isinstance(value, list):
+        items = [_replace_in_value(item) for item in value]
+        return [item for item, _ in items], sum(n for _, n in items)
+    if isinstance(value, dict):
+        return _replace_in_mapping(value)
+    return value, 0
+
+
+def _replace_in_mapping(mapping: Mapping[str, JsonValue]) -> tuple[dict[str, JsonValue], int]:
+    out: dict[str, JsonValue] = {}
+    count = 0
+    for key, item in mapping.items():
+        clean_key, in_key = replace_surrogates(key)
+        out[clean_key], in_item = _replace_in_value(item)
+        count += in_key + in_item
+    return out, count
+
+
+def document_without_surrogates(
+    document: Document, keep: frozenset[str] = frozenset()
+) -> tuple[Document, int]:
+    """``document`` with lone surrogates in its text and metadata replaced by U+FFFD (see
+    :func:`replace_surrogates`), and how many there were; ``document`` itself when none.
+
+    Args:
+        document: a parser's document.
+        keep: metadata keys left as they are: a file name that is not UTF-8 reaches Python
+            with lone surrogates (PEP 383) and is kept exactly (:func:`json_text`), since it
+            names a real file.
+
+    The id is derived again when it was derived from the text (a given id, such as a BEIR
+    ``_id`` that qrels refer to, is kept).
+    """
+    text, count = replace_surrogates(document.text)
+    kept = {key: value for key, value in document.metadata.items() if key in keep}
+    rest = {key: value for key, value in document.metadata.items() if key not in keep}
+    metadata, in_metadata = _replace_in_mapping(rest)
+    count += in_metadata
+    if not count:
+        return document, 0
+    metadata.update(kept)
+    old = document.metadata.get("source")
+    if document.id == stable_id("doc", old, document.metadata.get("page"), document.text):
+        return Document(text=text, metadata=metadata), count
+    return Document(id=document.id, text=text, metadata=metadata), count
+
+
+def documents_without_surrogates(
+    documents: Iterable[Document], source: str, keep: frozenset[str] = frozenset()
+) -> tuple[list[Document], int]:
+    """:func:`document_without_surrogates` over a file's documents, with the total, which
+    is logged (WARNING, naming ``source``) when not zero."""
+    cleaned: list[Document] = []
+    total = 0
+    for document in documents:
+        clean, count = document_without_surrogates(document, keep)
+        cleaned.append(clean)
+        total += count
+    if total:
+        logger.warning("%s: %d lone surrogates (not characters) replaced by U+FFFD", source, total)
+    return cleaned, total
 
 
 def stable_id(*parts: object) -> str:

@@ -9,6 +9,16 @@ batch goes on. Hidden files and directories, ``__pycache__``, what ``.gitignore`
 ignore (:mod:`parsers.selection`), empty files, files over ``max_bytes``, files no parser
 recognises (by suffix or content) and anything but regular files (FIFOs, devices, sockets:
 reading them blocks or never ends) are skipped, each with a reason: skipped is not failed.
+Sizes are bounded before anything is read: a file's ``stat`` size over ``max_bytes``
+(:data:`DEFAULT_MAX_BYTES`) is refused unopened by :func:`load` (a ``ParseError`` naming the
+file and the limit; the keyword raises it) and skipped with that reason by :func:`load_dir`.
+The apparent size is what counts, so a sparse file of 2 GB holding one line is refused at
+once, never read into memory; a line-oriented file's longest line is bounded as it is read
+(:data:`parsers.text.MAX_LINE_BYTES`). Lone surrogates in what a parser returns (a JSON
+record's ``"\\ud800"``) are replaced by U+FFFD here, at the boundary, in the text and
+every metadata value but ``source`` and ``path`` (file names, kept exactly: see
+:func:`parsers.document.json_text`); the number replaced is logged per file and counted in
+:attr:`LoadResult.replaced`, so nothing downstream fails to encode the text.
 Every parse runs under a per-file ``time_budget`` (:mod:`parsers._budget`); a worker
 process that dies (a crash, out of memory) fails its own file only, which is never parsed
 again in the caller, so one bomb cannot take the batch down.
@@ -46,7 +56,7 @@ from ragtools.parsers._pool import (
     submit,
 )
 from ragtools.parsers._progress import progress
-from ragtools.parsers.document import Document
+from ragtools.parsers.document import Document, documents_without_surrogates
 from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.parsers.file_metadata import file_metadata, source_name, with_file_metadata
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
@@ -69,8 +79,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Files larger than this are skipped by :func:`load_dir` (a 100 MiB PDF is ~1 min of pypdf).
+#: Files larger than this are refused by :func:`load` and skipped by :func:`load_dir`
+#: (a 100 MiB PDF is ~1 min of pypdf; text that size is some 50,000 pages).
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
+#: Metadata the loader owns: file names, which may hold lone surrogates legitimately (PEP 383).
+_FILE_NAMES = frozenset({"source", "path"})
 
 
 @dataclass(frozen=True)
@@ -95,17 +108,30 @@ class LoadResult:
     """One entry per file that failed, in sorted path order."""
     skipped: list[tuple[str, str]] = field(default_factory=list)
     """``(path, reason)`` of every file or hidden directory not attempted."""
+    replaced: int = 0
+    """Lone surrogates replaced by U+FFFD in the documents' text and metadata."""
 
 
-def _read_head(file: Path, source: str) -> bytes:
+def _too_large(size: int, max_bytes: int) -> str | None:
+    """Why a file of ``size`` bytes is not read, or ``None``; from ``stat``, before reading."""
+    if size <= max_bytes:
+        return None
+    return f"larger than max_bytes ({size} > {max_bytes} bytes): not read; raise max_bytes"
+
+
+def _read_head(file: Path, source: str, max_bytes: int | None = None) -> bytes:
     try:
-        mode = file.stat().st_mode
+        info = file.stat()
+        mode = info.st_mode
         if stat.S_ISDIR(mode):
             msg = "is a directory; use parsers.load_dir for directories"
             raise ParseError(source, msg)
         kind = special_kind(mode)
         if kind is not None:
             raise ParseError(source, not_regular(kind))
+        too_large = None if max_bytes is None else _too_large(info.st_size, max_bytes)
+        if too_large is not None:
+            raise ParseError(source, too_large)
         # O_NONBLOCK: should the path have become a FIFO since the stat, opening it returns
         fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with open(fd, "rb") as handle:
@@ -141,6 +167,7 @@ def load(
     *,
     password: str | None = None,
     time_budget: float | None = DEFAULT_TIME_BUDGET,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> list[Document]:
     """Parse one file into documents, choosing the format by suffix and content.
 
@@ -151,27 +178,33 @@ def load(
         password: for encrypted PDFs.
         time_budget: seconds the parse may take (``None``: no limit); enforced in the
             main thread on POSIX (see :mod:`parsers._budget`).
+        max_bytes: a larger file (by its ``stat`` size: a sparse file's apparent size) is
+            refused before it is opened.
 
     Returns:
-        The documents: one per page for PDF and PPTX (pages without text are skipped with a
-        WARNING), one per sheet for XLSX, one per record for CSV/JSON/JSONL, else one.
+        The documents (lone surrogates replaced by U+FFFD): one per page for PDF and PPTX
+        (pages without text are skipped with a WARNING), one per sheet for XLSX, one per
+        record for CSV/JSON/JSONL, else one.
 
     Raises:
         PasswordRequiredError: an encrypted file, and no password or a wrong one.
         ParseError: every other failure (missing, empty, binary, damaged, unsupported, not
             a regular file, over the time budget or a size limit).
+        ConfigError: ``time_budget`` or ``max_bytes`` is not positive.
 
     Example:
         >>> docs = load("../shared/pdfs/tracemonkey.pdf")
         >>> len(docs), docs[0].metadata["page"]
         (14, 1)
     """
+    _check_budget(time_budget)
+    _check_max_bytes(max_bytes)
     source = os.fspath(path)
     file = Path(source)
-    head = _read_head(file, source)
-    _check_budget(time_budget)
+    head = _read_head(file, source, max_bytes)
     spec = _resolve(file, head, source)
-    documents = run_parser(spec, file, source, password, time_budget)
+    parsed = run_parser(spec, file, source, password, time_budget)
+    documents, _ = documents_without_surrogates(parsed, source, _FILE_NAMES)
     try:
         extra = file_metadata(file, spec, file.stat())
     except OSError as exc:
@@ -179,6 +212,12 @@ def load(
         raise ParseError(source, msg) from exc
     name = source_name(source, None)
     return [with_file_metadata(document, name, extra) for document in documents]
+
+
+def _check_max_bytes(max_bytes: int) -> None:
+    if max_bytes < 1:
+        msg = f"max_bytes must be >= 1, got {max_bytes}"
+        raise ConfigError(msg)
 
 
 def _check_budget(time_budget: float | None) -> None:
@@ -222,8 +261,9 @@ def _plan(
                 continue
             info = file.stat()
             size = info.st_size
-            if size > max_bytes:
-                skipped.append((source, f"larger than max_bytes ({size} > {max_bytes} bytes)"))
+            too_large = _too_large(size, max_bytes)
+            if too_large is not None:
+                skipped.append((source, too_large))
                 continue
             if size == 0:  # e.g. py.typed, __init__.py: nothing to read, nothing wrong
                 skipped.append((source, "empty file"))
@@ -286,9 +326,7 @@ def load_dir(
     if workers is not None and workers < 1:
         msg = f"workers must be >= 1 or None (automatic), got {workers}"
         raise ConfigError(msg)
-    if max_bytes < 1:
-        msg = f"max_bytes must be >= 1, got {max_bytes}"
-        raise ConfigError(msg)
+    _check_max_bytes(max_bytes)
     _check_budget(time_budget)
     files, skipped = _walk(base, pattern, selection)
     return _load(
@@ -321,6 +359,7 @@ def load_files(
     if workers is not None and workers < 1:
         msg = f"workers must be >= 1 or None (automatic), got {workers}"
         raise ConfigError(msg)
+    _check_max_bytes(max_bytes)
     _check_budget(time_budget)
     paths = [Path(os.fspath(f)) for f in files]
     root = Path(os.fspath(relative_to)) if relative_to is not None else None
@@ -360,6 +399,7 @@ def _load(
             pass
     documents: list[Document] = []
     errors: list[FileError] = []
+    replaced = 0
     by_index = {task.index: task for task in tasks}
     for index in sorted(results):
         outcome = results[index]
@@ -368,7 +408,9 @@ def _load(
         else:
             task = by_index[index]
             name = task.name or task.source
-            documents.extend(with_file_metadata(d, name, task.metadata) for d in outcome)
+            cleaned, count = documents_without_surrogates(outcome, task.source, _FILE_NAMES)
+            replaced += count
+            documents.extend(with_file_metadata(d, name, task.metadata) for d in cleaned)
     skipped.sort()
     logger.info(
         "loaded %d documents from %d files in %.1f s (%d errors, %d skipped)",
@@ -378,4 +420,4 @@ def _load(
         len(errors),
         len(skipped),
     )
-    return LoadResult(documents=documents, errors=errors, skipped=skipped)
+    return LoadResult(documents=documents, errors=errors, skipped=skipped, replaced=replaced)

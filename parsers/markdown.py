@@ -29,7 +29,7 @@ from ragtools.parsers.document import Document
 from ragtools.parsers.normalize import normalize_text
 from ragtools.parsers.outline import OUTLINE_KEY, markdown_outline
 from ragtools.parsers.registry import register_parser
-from ragtools.parsers.text import decode_bytes
+from ragtools.parsers.text import decode_bytes, read_lines
 
 __all__ = ["first_heading", "parse_front_matter", "parse_markdown"]
 
@@ -142,9 +142,9 @@ def parse_markdown(path: Path, *, source: str, password: str | None = None) -> l
     """Parse a Markdown file into one document with front matter and ``title`` as metadata.
 
     Raises:
-        ParseError: unreadable, binary or undecodable.
+        ParseError: unreadable, binary, undecodable, or a line over ``MAX_LINE_BYTES``.
     """
-    front, body = parse_front_matter(decode_bytes(path.read_bytes(), source))
+    front, body = parse_front_matter(decode_bytes(read_lines(path, source), source))
     text = normalize_text(body)
     if not text:
         logger.warning("%s: no text after the front matter; no document", source)

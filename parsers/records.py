@@ -15,6 +15,11 @@
 * Records whose text is empty are skipped (logged at DEBUG with their count).
 * JSON may be an array of records (objects, or strings taken as text) or one object. A
   ``.json`` holding JSON Lines, or a ``.jsonl`` holding one JSON document, is read anyway.
+* A record nested more than :data:`~parsers.nesting.MAX_NESTING` levels (the record itself
+  being level 1) is a ``ParseError`` naming its record or line: its fields become metadata,
+  which later steps copy and validate recursively.
+* CSV and JSON Lines are line-oriented: a line longer than
+  :data:`~parsers.text.MAX_LINE_BYTES` is a ``ParseError`` (:func:`parsers.text.read_lines`).
 * CSV dialect (comma, semicolon, tab, pipe) is sniffed; ``.tsv`` is tab-separated. The
   first row is the header.
 """
@@ -30,11 +35,12 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.document import Document, documents_without_surrogates, stable_id
 from ragtools.parsers.errors import ParseError
+from ragtools.parsers.nesting import nesting_problem, too_deep
 from ragtools.parsers.normalize import normalize_text
 from ragtools.parsers.registry import register_parser
-from ragtools.parsers.text import decode_bytes
+from ragtools.parsers.text import decode_bytes, read_lines
 
 __all__ = ["LONG_FIELD_CHARS", "load_beir_corpus", "load_records", "parse_csv", "parse_json"]
 
@@ -158,7 +164,17 @@ def _record(item: Any, where: str, source: str, *, lines: bool) -> dict[str, Any
             "JSON Lines records must be objects" if lines else "records must be objects or strings"
         )
         raise ParseError(source, f"{where} is a {type(item).__name__}; {kinds}")
+    if too_deep(item):
+        raise ParseError(source, f"{where}: {nesting_problem()}; flatten its fields")
     return item
+
+
+def _loads(text: str, source: str, where: str) -> Any:
+    """``json.loads``; nesting deep enough to exhaust its recursion is a ``ParseError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ParseError(source, f"{where}: {nesting_problem()}; flatten its fields") from None
 
 
 def _json_records(value: Any, source: str) -> list[Record]:
@@ -174,7 +190,7 @@ def _jsonl_records(text: str, source: str) -> list[Record]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = _loads(line, source, f"line {number}")
         except ValueError as exc:
             msg = f"line {number}: invalid JSON ({exc}); fix or remove that line"
             raise ParseError(source, msg) from exc
@@ -183,16 +199,16 @@ def _jsonl_records(text: str, source: str) -> list[Record]:
 
 
 def _read_json(path: Path, source: str) -> list[Record]:
-    text = decode_bytes(path.read_bytes(), source)
     lines_first = path.suffix.lower() in (".jsonl", ".ndjson")
+    text = decode_bytes(read_lines(path, source) if lines_first else path.read_bytes(), source)
     try:
         if lines_first:
             return _jsonl_records(text, source)
-        return _json_records(json.loads(text), source)
+        return _json_records(_loads(text, source, "the JSON"), source)
     except (ValueError, ParseError) as first_error:
         try:
             if lines_first:
-                return _json_records(json.loads(text), source)
+                return _json_records(_loads(text, source, "the JSON"), source)
             return _jsonl_records(text, source)
         except (ValueError, ParseError):
             if isinstance(first_error, ParseError):
@@ -202,7 +218,7 @@ def _read_json(path: Path, source: str) -> list[Record]:
 
 
 def _read_csv(path: Path, source: str) -> list[Record]:
-    text = decode_bytes(path.read_bytes(), source)
+    text = decode_bytes(read_lines(path, source), source)
     dialect: type[csv.Dialect] | csv.Dialect
     if path.suffix.lower() == ".tsv":
         dialect = csv.excel_tab
@@ -298,7 +314,8 @@ def load_beir_corpus(path: str | Path, *, source: str | None = None) -> list[Doc
     evaluation must fail instead, so here every record must be BEIR-shaped: an ``_id``
     (non-empty string or integer), a ``text`` field, string (or null) ``title`` and
     ``text``. The conversion itself is the one ``parse_json`` uses, so ``rag eval`` and
-    ``rag build corpus.jsonl`` index the same ids, texts and metadata.
+    ``rag build corpus.jsonl`` index the same ids, texts and metadata (lone surrogates
+    replaced by U+FFFD here as :func:`parsers.load` replaces them).
 
     Args:
         path: the corpus file (JSON Lines; a JSON array of records is read too).
@@ -318,4 +335,4 @@ def load_beir_corpus(path: str | Path, *, source: str | None = None) -> list[Doc
     documents = _beir_documents(records, name)
     if len(documents) < len(records):
         logger.debug("%s: %d records without text skipped", name, len(records) - len(documents))
-    return documents
+    return documents_without_surrogates(documents, name, frozenset({"source"}))[0]

@@ -12,6 +12,14 @@ Decoding (:func:`decode_bytes`), in order:
 
 Text files give one document; the text is normalised (:mod:`parsers.normalize`). A ``.rst``
 file also gets its section titles as the outline, so its chunks carry ``headings``.
+
+Line-oriented files (plain text, Markdown, CSV, JSON Lines) are read by :func:`read_lines`,
+which refuses a line longer than :data:`MAX_LINE_BYTES` as soon as it has read that far, so a
+file of one endless line (a log without line ends, a sparse file of zeros) costs a few
+mebibytes and a clear ``ParseError``, never the whole file decoded, normalised and split as
+one line. The file as a whole is bounded before any read, from its ``stat`` size
+(:mod:`parsers.loading`'s ``max_bytes``). HTML and JSON documents are not line-oriented
+(minified markup and exports are one line by design) and have the file bound only.
 """
 
 from __future__ import annotations
@@ -29,7 +37,14 @@ from ragtools.parsers.normalize import normalize_text
 from ragtools.parsers.outline import OUTLINE_KEY, rst_outline
 from ragtools.parsers.registry import FALLBACK_PRIORITY, is_html, is_pdf, is_zip, register_parser
 
-__all__ = ["PREFERRED_ENCODINGS", "decode_bytes", "looks_like_text", "parse_text"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "PREFERRED_ENCODINGS",
+    "decode_bytes",
+    "looks_like_text",
+    "parse_text",
+    "read_lines",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +60,11 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 _TEXT_CONTROLS = frozenset("\t\n\r\x0b\x0c")
 _MAX_CONTROL_RATIO = 0.01
 
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""The longest line a line-oriented file may have, in bytes: a hundred times the longest
+paragraph of ordinary prose, and small enough that refusing costs nothing."""
+_BLOCK = 1024 * 1024  # smaller than MAX_LINE_BYTES: only lines across blocks can be too long
+
 
 def _bom_encoding(data: bytes) -> str | None:
     for bom, encoding in _BOMS:
@@ -58,6 +78,46 @@ def looks_like_text(head: bytes) -> bool:
     if _bom_encoding(head) is not None:
         return not is_html(head)
     return b"\x00" not in head and not (is_pdf(head) or is_zip(head) or is_html(head))
+
+
+def _line_too_long(source: str | Path, line: int, limit: int) -> ParseError:
+    msg = (
+        f"line {line} is longer than {limit} bytes, the limit for a line of a text, "
+        "Markdown, CSV or JSON Lines file (parsers.text.MAX_LINE_BYTES); break the line "
+        "or convert the file"
+    )
+    return ParseError(source, msg)
+
+
+def read_lines(path: Path, source: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of a line-oriented file, refused at the first line over ``limit`` bytes
+    (``None``: :data:`MAX_LINE_BYTES`).
+
+    A line ends at ``\\n`` or ``\\r``. The file is read in blocks, so refusing reads at
+    most ``limit`` bytes past the last line end.
+
+    Raises:
+        ParseError: a line longer than ``limit`` (naming its number and the limit).
+        OSError: the file cannot be read.
+    """
+    limit = MAX_LINE_BYTES if limit is None else limit
+    blocks: list[bytes] = []
+    run = 0  # bytes since the last line end
+    line = 1
+    with open(path, "rb") as handle:
+        while block := handle.read(_BLOCK):
+            blocks.append(block)
+            first = min((i for i in (block.find(b"\n"), block.find(b"\r")) if i >= 0), default=-1)
+            if first < 0:
+                run += len(block)
+            else:
+                if run + first > limit:
+                    raise _line_too_long(source, line, limit)
+                line += block.count(b"\n") or block.count(b"\r")
+                run = len(block) - max(block.rfind(b"\n"), block.rfind(b"\r")) - 1
+            if run > limit:
+                raise _line_too_long(source, line, limit)
+    return b"".join(blocks)
 
 
 def _control_ratio(text: str) -> float:
@@ -122,9 +182,9 @@ def parse_text(path: Path, *, source: str, password: str | None = None) -> list[
     """Parse a plain-text file into one document (``title`` is not set: text has none).
 
     Raises:
-        ParseError: unreadable, binary or undecodable.
+        ParseError: unreadable, binary, undecodable, or a line over :data:`MAX_LINE_BYTES`.
     """
-    text = normalize_text(decode_bytes(path.read_bytes(), source))
+    text = normalize_text(decode_bytes(read_lines(path, source), source))
     if not text:
         logger.warning("%s: no text (only whitespace); no document", source)
         return []

@@ -15,6 +15,7 @@ import json5
 from ragtools.indexes.onnx_export import PRECISIONS
 from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.nesting import nesting_problem, text_too_deep
 from ragtools.retrieval.filters import MAX_FILTER_DEPTH
 
 
@@ -22,14 +23,16 @@ def parse_filter(text: str | None) -> dict[str, Any] | None:
     """``--filter``: a JSON5 object (so ``{page: {$gte: 3}}`` works unquoted, as in tools)."""
     if not text:
         return None
+    too_deep = f"--filter is nested too deep (at most {MAX_FILTER_DEPTH} levels)"
+    if text_too_deep(text, MAX_FILTER_DEPTH):  # json5 recurses: measured before parsing
+        raise ConfigError(too_deep)
     try:
         spec = json5.loads(text)
     except ValueError as exc:
         msg = f"--filter is not valid JSON or JSON5 ({exc})"
         raise ConfigError(msg) from exc
-    except RecursionError as exc:
-        msg = f"--filter is nested too deep (at most {MAX_FILTER_DEPTH} levels)"
-        raise ConfigError(msg) from exc
+    except RecursionError as exc:  # within the bound, but called from a deep stack
+        raise ConfigError(too_deep) from exc
     if not isinstance(spec, dict):
         msg = '--filter must be a JSON object, e.g. {"page": {"$gte": 3}}'
         raise ConfigError(msg)
@@ -38,7 +41,12 @@ def parse_filter(text: str | None) -> dict[str, Any] | None:
 
 def read_queries(source: str) -> Iterator[dict[str, Any]]:
     """``--queries``: one query a line, as text or as a JSON object with ``query`` (and any
-    other keys, e.g. an ``id``, echoed in the answer). ``-`` reads standard input."""
+    other keys, e.g. an ``id``, echoed in the answer). ``-`` reads standard input.
+
+    A JSON line nested past :data:`~parsers.nesting.MAX_NESTING` is a ``ConfigError`` naming
+    the file, the line and the limit (measured before parsing, as tool arguments are); lone
+    surrogates in a query are left to the retrievers, which replace them.
+    """
     handle: IO[str] = sys.stdin if source == "-" else open(source, encoding="utf-8")  # noqa: SIM115
     with handle:
         for number, line in enumerate(handle, 1):
@@ -48,6 +56,9 @@ def read_queries(source: str) -> Iterator[dict[str, Any]]:
             if not text.startswith("{"):
                 yield {"query": text}
                 continue
+            if text_too_deep(text):
+                msg = f"{source}, line {number}: {nesting_problem()}"
+                raise ConfigError(msg)
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as exc:

@@ -109,9 +109,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     counts = index.manifest.get("counts", {})
     in_shards = f" in {counts['shards']} shards" if "shards" in counts else ""
+    replaced = counts.get("replaced", 0)  # lone surrogates the parsers replaced by U+FFFD
+    in_text = f", {replaced} lone surrogates replaced by U+FFFD" if replaced else ""
     print(
         f"built {out}: {counts.get('chunks')} chunks from {counts.get('files')} files"
-        f"{in_shards} ({counts.get('skipped', 0)} skipped, {counts.get('failures')} failed)"
+        f"{in_shards} ({counts.get('skipped', 0)} skipped, {counts.get('failures')} failed"
+        f"{in_text})"
     )
     print_problems(index.failures, index.skipped)
     return 0

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from ragtools.indexes.bundle import Index, IndexState
 from ragtools.indexes.ranking import Ranking, check_k
-from ragtools.parsers.document import Chunk
+from ragtools.parsers.document import Chunk, replace_surrogates
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.expand import (
     ExpandMode,
@@ -24,7 +24,7 @@ from ragtools.retrieval.expand import (
     expansion_of,
     index_states,
 )
-from ragtools.retrieval.filters import BoolArray, filter_mask
+from ragtools.retrieval.filters import BoolArray, check_depth, filter_mask
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.source_paths import resolve_source_paths
 from ragtools.retrieval.threshold import MinScore, apply_min_score, check_min_score
@@ -101,12 +101,16 @@ class BaseRetriever(ABC):
     ) -> list[Hit]:
         """Return at most ``k`` hits (default ``self.k``), best first.
 
+        Lone surrogates in ``query`` (``"\\ud800"``, which no encoder or tokenizer takes)
+        are replaced by U+FFFD first, as the parsers replace them in documents.
+
         Raises:
             ConfigError: ``query`` is not a string or ``k`` is not a positive integer.
         """
         if not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
             raise ConfigError(msg)
+        query, _ = replace_surrogates(query)
         hits = self._retrieve(query, self.k if k is None else check_k(k), filter)
         hits = apply_min_score(hits, self.min_score)
         if self.expand is not None and hits:
@@ -136,6 +140,7 @@ class QueryFilter:
     """
 
     def __init__(self, spec: Filter | None) -> None:
+        check_depth(spec)  # before resolve_source_paths, which recurses, sees it
         self.spec = spec
         self._masks: dict[int, tuple[IndexState, BoolArray | None]] = {}
         self._lock = threading.Lock()

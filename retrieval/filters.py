@@ -55,6 +55,7 @@ import numpy as np
 
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.nesting import MAX_NESTING, nesting_problem, too_deep
 from ragtools.retrieval._filter_nodes import (
     _MISSING,
     Predicate,
@@ -72,17 +73,25 @@ from ragtools.retrieval._filter_nodes import (
 )
 from ragtools.retrieval._filter_nodes import BoolArray as BoolArray  # re-exported for retrievers
 
-__all__ = ["MAX_FILTER_DEPTH", "CompiledFilter", "FilterSpec", "compile_filter", "filter_mask"]
+__all__ = [
+    "MAX_FILTER_DEPTH",
+    "CompiledFilter",
+    "FilterSpec",
+    "check_depth",
+    "compile_filter",
+    "filter_mask",
+]
 
 logger = logging.getLogger(__name__)
 
 FilterSpec: TypeAlias = Mapping[str, Any]
 """A filter such as ``{"source": "a.pdf", "page": {"$gte": 3}}``."""
 
-MAX_FILTER_DEPTH = 32
+MAX_FILTER_DEPTH = MAX_NESTING
 """Objects and lists nested deeper than this are refused: real filters are a few levels
 deep, and compiling a filter is recursive (a 330-deep ``$not`` chain would otherwise
-overflow Python's stack)."""
+overflow Python's stack). The one nesting bound of :mod:`parsers.nesting`, which tool
+arguments and queries files share."""
 
 _COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
 _TEXT_OPS = ("$prefix", "$glob", "$contains")
@@ -97,17 +106,16 @@ def _fail(where: str, problem: str) -> ConfigError:
     return ConfigError(f"invalid filter at {where}: {problem}")
 
 
-def _check_depth(spec: Any) -> None:
-    """Refuse nesting past :data:`MAX_FILTER_DEPTH`, walking iteratively (no recursion)."""
-    stack = [(spec, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_FILTER_DEPTH:
-            problem = f"objects and lists are nested more than {MAX_FILTER_DEPTH} levels deep"
-            where = "filter"
-            raise _fail(where, problem)
-        children = value.values() if isinstance(value, Mapping) else value
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (Mapping, list, tuple)))
+def check_depth(spec: Any) -> None:
+    """Refuse nesting past :data:`MAX_FILTER_DEPTH` before anything recurses into ``spec``
+    (:mod:`parsers.nesting` walks it iteratively).
+
+    Raises:
+        ConfigError: naming the limit.
+    """
+    if too_deep(spec, MAX_FILTER_DEPTH):
+        where = "filter"
+        raise _fail(where, nesting_problem(MAX_FILTER_DEPTH))
 
 
 def _type_name(value: object) -> str:
@@ -272,7 +280,7 @@ def compile_filter(spec: FilterSpec | CompiledFilter | None) -> CompiledFilter:
         return spec
     if spec is None:
         return CompiledFilter({}, _MATCH_ALL)
-    _check_depth(spec)
+    check_depth(spec)
     root = _compile_node(spec, "filter")
     return CompiledFilter(spec, root)
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.parsers.nesting import nesting_problem, text_too_deep
 from ragtools.parsers.records import load_beir_corpus
 
 __all__ = [
@@ -231,6 +232,8 @@ def _json_records(path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """Yield ``(line_number, _id, record)`` for every JSON object of a JSONL file."""
     first_line: dict[str, int] = {}
     for number, line in _lines(path):
+        if text_too_deep(line):  # json recurses: measured before parsing
+            raise ParseError(path, f"line {number}: {nesting_problem()}")
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:

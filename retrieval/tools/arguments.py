@@ -4,7 +4,10 @@ One function, :func:`parse_arguments`, shared by every tool kind:
 
 1. the input (a plain string, or a dict of arguments, already taken out of a ToolCall by
    :func:`split_input`) is made a dict; a string fills the schema's only model-facing field
-   (or its only required one), otherwise it is a ``ToolInputError`` the model can fix;
+   (or its only required one), otherwise it is a ``ToolInputError`` the model can fix; a
+   dict whose arguments nest past :data:`~parsers.nesting.MAX_NESTING` is a
+   ``ToolInputError`` naming the argument, before anything recursive (pydantic,
+   ``jsonschema``) sees it;
 2. injected fields are filled: ``InjectedToolCallId`` from the call id (a ``ConfigError``
    without one), ``InjectedToolArg`` from the run-time keyword arguments, which win over a
    value in the call's args; a required injected value nobody supplied is a ``ConfigError``
@@ -26,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from ragtools.parsers.errors import ConfigError, ToolInputError
 from ragtools.retrieval.tools.injected import is_config_annotation
 from ragtools.retrieval.tools.messages import is_tool_call
+from ragtools.retrieval.tools.params import check_nesting
 from ragtools.retrieval.tools.schema import injected_fields
 
 __all__ = [
@@ -75,9 +79,12 @@ def parse_arguments(
     Raises:
         pydantic.ValidationError: invalid arguments (``jsonschema.ValidationError`` for a
             dict schema).
-        ToolInputError: a plain string for a tool with several arguments.
+        ToolInputError: a plain string for a tool with several arguments, or an argument
+            nested past :data:`~parsers.nesting.MAX_NESTING` (checked before validation).
         ConfigError: unknown run-time keywords, a missing injected value or call id.
     """
+    if isinstance(tool_input, dict):
+        check_nesting(tool_input)
     if isinstance(schema, dict):
         return _validate_json_schema(tool, schema, tool_input, injected)
     hidden = injected_fields(schema)

@@ -6,7 +6,10 @@ is parsed with ``json5`` (a superset of JSON), unless ``strict_json=True`` asks 
 library's ``json``. Text that is not JSON but looks like ``key=value&key2=value2`` (Qwen-Agent's
 last fallback, what some models write for simple tools) becomes a dict of strings, which the
 schema then validates. Anything else fails with one message the model can act on:
-``"Parameters must be formatted as a valid JSON!"``.
+``"Parameters must be formatted as a valid JSON!"``. Arguments, text or mapping, nested
+more than :data:`~parsers.nesting.MAX_NESTING` levels are refused before they are parsed or
+validated (both recurse), with a ``ToolInputError`` naming the argument (or "the arguments"
+for text, whose nesting is measured before there are arguments to name) and the limit.
 
 A tool's parameters can be described in two forms (Eino's ``ParamsOneOf``, Qwen-Agent's
 ``parameters``):
@@ -39,6 +42,7 @@ import jsonschema
 from pydantic import BaseModel
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.nesting import MAX_NESTING, nesting_problem, text_too_deep, too_deep
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +50,7 @@ __all__ = [
     "INVALID_JSON_MESSAGE",
     "ParametersSpec",
     "ToolInfo",
+    "check_nesting",
     "format_result",
     "parse_arguments",
     "to_json_schema",
@@ -76,19 +81,25 @@ def parse_arguments(
         A new dict of the arguments.
 
     Raises:
-        ToolInputError: the text is not valid JSON(5), or is not a JSON object.
+        ToolInputError: the text is not valid JSON(5), or is not a JSON object, or objects
+            and lists nest past :data:`~parsers.nesting.MAX_NESTING` (checked before parsing).
     """
     if params is None:
         return {}
     if isinstance(params, Mapping):
+        check_nesting(params)
         return dict(params)
     if not isinstance(params, str):
         msg = f"{INVALID_JSON_MESSAGE} Got a {type(params).__name__}, expected a JSON object."
         raise ToolInputError(msg)
     if not params.strip():
         return {}
+    if text_too_deep(params):
+        raise ToolInputError(_too_deep_message("arguments"))
     try:
         value = json.loads(params) if strict_json else json5.loads(params)
+    except RecursionError as exc:  # a deep caller's stack; the check above leaves room
+        raise ToolInputError(_too_deep_message("arguments")) from exc
     except ValueError as exc:  # json.JSONDecodeError and json5's errors are ValueErrors
         pairs = None if strict_json else _key_value_pairs(params)
         if pairs is not None:
@@ -100,6 +111,23 @@ def parse_arguments(
         msg = f"{INVALID_JSON_MESSAGE} Expected a JSON object, got {kind}: {_preview(params)}"
         raise ToolInputError(msg)
     return value
+
+
+def check_nesting(arguments: Mapping[str, Any]) -> None:
+    """Refuse arguments nested past :data:`~parsers.nesting.MAX_NESTING` (the mapping
+    itself is level 1), naming the first argument that is, before anything recurses into
+    them (validation, ``jsonschema``, the tool).
+
+    Raises:
+        ToolInputError: naming the argument and the limit.
+    """
+    for name, value in arguments.items():
+        if too_deep(value, MAX_NESTING - 1):
+            raise ToolInputError(_too_deep_message(f"argument {name!r}"))
+
+
+def _too_deep_message(what: str) -> str:
+    return f"Invalid {what}: {nesting_problem()}; send flatter values"
 
 
 def to_json_schema(parameters: ParametersSpec | None) -> dict[str, Any]:

@@ -34,3 +34,22 @@ def test_update_reuses_the_recorded_selection_and_keeps_skips_apart(tmp_path: Pa
     assert report.unchanged == 2  # a.md, and pic.png: skipped, not parsed again
     assert report.skipped == index.skipped
     assert reopened.skipped == index.skipped and reopened.selection == rules
+
+
+def test_parse_files_counts_lone_surrogates_replaced_and_a_build_writes_them(
+    tmp_path: Path,
+) -> None:
+    """A record holding a lone surrogate used to crash the build in ``write_texts``."""
+    from ragtools.indexes.sources import parse_files
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    records = docs / "notes.jsonl"
+    records.write_text('{"text": "trace \\ud800 compile", "tag": "\\udc01"}\n', encoding="utf-8")
+    (docs / "bees.txt").write_text("Honey bees dance.", encoding="utf-8")
+    parsed = parse_files(sorted(docs.iterdir()), root=docs, show_progress=False)
+    assert parsed.replaced == 2
+    assert [d.text for d in parsed.by_file[str(records)]] == ["trace \ufffd compile"]
+    index = Index.build([docs], tmp_path / "index", embedder=FakeEmbedder())
+    texts = sorted(c.text for c in index.chunks)
+    assert texts == ["Honey bees dance.", "trace \ufffd compile"]

@@ -450,3 +450,194 @@ def test_docx_paragraph_text_is_python_docxs(tmp_path: Path) -> None:
     assert "the manual" in expected[0] and "\t" in expected[0] and "non-breaking" in expected[0]
     (parsed,) = load(path)
     assert parsed.text == "\n\n".join(normalize_text(text.strip()) for text in expected)
+
+
+# ---- bounds: file size, line length, nesting, lone surrogates ------------------------------
+
+GIB = 1024**3
+
+
+def _sparse(path: Path, head: bytes, size: int) -> Path:
+    """``head``, then zeros up to ``size`` bytes that take no disk space (a sparse file)."""
+    with open(path, "wb") as handle:
+        handle.write(head)
+        handle.truncate(size)
+    return path
+
+
+def _peak_bytes(action: Any) -> int:
+    """The Python heap's peak while ``action`` runs (reading a file into memory shows)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        action()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_load_refuses_a_sparse_2gb_file_from_its_size_without_reading_it(tmp_path: Path) -> None:
+    huge = _sparse(tmp_path / "huge.txt", b"one line", 2 * GIB)
+    started = time.monotonic()
+
+    def refused() -> None:
+        with pytest.raises(
+            ParseError,
+            match=rf"huge\.txt: larger than max_bytes \({2 * GIB} > {100 * 1024**2} bytes\)",
+        ):
+            load(huge)
+
+    assert _peak_bytes(refused) < 16 * 1024**2
+    assert time.monotonic() - started < 30  # the issue's bound; it takes milliseconds
+
+
+def test_load_dir_skips_a_sparse_2gb_file_with_the_limit_as_reason(tmp_path: Path) -> None:
+    _good(tmp_path)
+    _sparse(tmp_path / "huge.txt", b"one line", 2 * GIB)
+    result = load_dir(tmp_path, workers=1)
+    assert sorted(Path(d.source).name for d in result.documents) == ["bees.txt", "tides.md"]
+    reason = f"larger than max_bytes ({2 * GIB} > {100 * 1024**2} bytes): not read; raise max_bytes"
+    assert result.skipped == [(str(tmp_path / "huge.txt"), reason)]
+
+
+def test_a_line_over_the_cap_is_refused_after_reading_little_more(tmp_path: Path) -> None:
+    """Raising ``max_bytes`` lets the 2 GB file be read, but its one line stops that at
+    ``MAX_LINE_BYTES``: memory stays a few blocks past the cap, not gigabytes."""
+    from ragtools.parsers.text import MAX_LINE_BYTES
+
+    huge = _sparse(tmp_path / "huge.txt", b"one line", 2 * GIB)
+
+    def refused() -> None:
+        with pytest.raises(ParseError, match=rf"huge\.txt: line 1 is longer than {MAX_LINE_BYTES}"):
+            load(huge, max_bytes=4 * GIB)
+
+    assert _peak_bytes(refused) < 2 * MAX_LINE_BYTES
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".md", ".csv", ".jsonl"])
+def test_every_line_oriented_format_has_the_line_cap(tmp_path: Path, suffix: str) -> None:
+    from ragtools.parsers.text import MAX_LINE_BYTES
+
+    size = 3 + MAX_LINE_BYTES + 2  # "ok\n", then one line a byte over the cap (plus its end)
+    file = _sparse(tmp_path / f"long{suffix}", b"ok\n", size - 1)
+    with open(file, "ab") as handle:
+        handle.write(b"\n")
+    with pytest.raises(ParseError, match=rf"long\{suffix}: line 2 is longer than {MAX_LINE_BYTES}"):
+        load(file)
+
+
+@pytest.mark.parametrize(
+    ("data", "longest_ok"),
+    [
+        (b"abcd\nefghij\nk", 6),  # the longest line straddles the first block boundary
+        (b"abcdefghij", 10),  # no line end at all
+        (b"ab\r\ncdefg\rhi\n", 5),  # CRLF and a lone CR end lines too
+        (b"\n\n\n", 0),
+    ],
+)
+def test_read_lines_finds_the_longest_line_across_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, longest_ok: int
+) -> None:
+    from ragtools.parsers import text
+
+    monkeypatch.setattr(text, "_BLOCK", 4)
+    file = tmp_path / "lines.txt"
+    file.write_bytes(data)
+    assert text.read_lines(file, "lines.txt", limit=longest_ok) == data
+    if longest_ok:
+        with pytest.raises(ParseError, match=f"lines.txt: line .* longer than {longest_ok - 1}"):
+            text.read_lines(file, "lines.txt", limit=longest_ok - 1)
+
+
+def test_html_and_json_documents_are_not_line_capped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Minified markup and JSON exports are one line by design: only the file bound applies."""
+    from ragtools.parsers import text
+
+    monkeypatch.setattr(text, "MAX_LINE_BYTES", 64)
+    page = tmp_path / "page.html"
+    page.write_text("<html><body>" + "<p>words here</p>" * 20 + "</body></html>")
+    records = tmp_path / "records.json"
+    records.write_text('[{"text": "' + "long text " * 20 + '"}]')
+    assert load(page)[0].text.startswith("words here")
+    assert load(records)[0].text.startswith("long text")
+    records.rename(tmp_path / "records.jsonl")  # the same line in JSON Lines is capped
+    with pytest.raises(ParseError, match=r"records\.jsonl: line 1 is longer than 64 bytes"):
+        load(tmp_path / "records.jsonl")
+
+
+def _deep_record(depth: int) -> str:
+    return '{"text": "deep", "extra": ' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
+def test_a_record_nested_past_the_limit_is_a_parse_error(tmp_path: Path, name: str) -> None:
+    from ragtools.parsers.nesting import MAX_NESTING
+    from ragtools.parsers.records import load_beir_corpus
+
+    file = tmp_path / name
+    file.write_text(_deep_record(100_000) + "\n", encoding="utf-8")
+    where = "line 1" if name.endswith("l") else "the JSON"
+    problem = f"{where}: objects and lists nested more than {MAX_NESTING} levels deep"
+    with pytest.raises(ParseError, match=rf"deep\.jsonl?: {problem}"):
+        load(file)
+    with pytest.raises(ParseError, match=rf"deep\.jsonl?: {problem}"):
+        load_beir_corpus(file)
+    # past the limit but within json's own recursion: refused by the same bound
+    file.write_text(_deep_record(MAX_NESTING), encoding="utf-8")
+    label = "line 1" if name.endswith("l") else "record 1"
+    with pytest.raises(ParseError, match=f"{label}: objects and lists nested more than"):
+        load(file)
+    file.write_text(_deep_record(MAX_NESTING - 2), encoding="utf-8")  # record + field: fits
+    assert [d.text for d in load(file)] == ["deep"]
+
+
+def test_lone_surrogates_are_replaced_at_the_parser_boundary_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = os.fsdecode(b"r\xe9cords.jsonl")  # a file name that is not UTF-8: kept exactly
+    (tmp_path / name).write_text(
+        '{"text": "trace \\ud800 compile", "tag": "a\\udc00", "\\ud801key": ["\\ud802"]}\n'
+        '{"text": "clean line"}\n',
+        encoding="utf-8",
+    )
+    _good(tmp_path)
+    documents = load(tmp_path / name)
+    assert [d.text for d in documents] == ["trace \ufffd compile", "clean line"]
+    assert documents[0].metadata["tag"] == "a\ufffd"
+    assert documents[0].metadata["\ufffdkey"] == ["\ufffd"]
+    assert documents[0].source.encode("utf-8", "surrogateescape").endswith(b"r\xe9cords.jsonl")
+    assert "4 lone surrogates (not characters) replaced by U+FFFD" in caplog.text
+    result = load_dir(tmp_path, workers=1)
+    assert result.replaced == 4
+    texts = {d.text for d in result.documents}
+    assert "trace \ufffd compile" in texts and "Honey bees dance to point at flowers." in texts
+    for document in result.documents:  # every document can now be written as UTF-8
+        document.text.encode("utf-8")
+
+
+def test_a_clean_document_is_passed_through_unchanged() -> None:
+    from ragtools.parsers.document import document_without_surrogates
+
+    document = Document(text="plain text", metadata={"source": "a.txt", "tags": ["x"]})
+    assert document_without_surrogates(document) == (document, 0)
+    given = Document(id="q1", text="a\ud800", metadata={"source": "b\udce9.txt"})
+    clean, count = document_without_surrogates(given, keep=frozenset({"source"}))
+    assert (clean.id, clean.text, clean.source, count) == ("q1", "a\ufffd", "b\udce9.txt", 1)
+
+
+def test_a_beir_corpus_gets_the_same_replacement_as_load(tmp_path: Path) -> None:
+    """``rag eval`` reads its corpus with ``load_beir_corpus``: the same text as ``rag build``."""
+    from ragtools.parsers.records import load_beir_corpus
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"_id": "d1", "title": "T\\ud800", "text": "body \\udfff"}\n')
+    (document,) = load_beir_corpus(corpus)
+    assert (document.id, document.text) == ("d1", "T\ufffd\n\nbody \ufffd")
+    assert document.metadata["title"] == "T\ufffd"
+    assert [(d.id, d.text, d.metadata["title"]) for d in load(corpus)] == [
+        ("d1", document.text, "T\ufffd")
+    ]

@@ -81,7 +81,10 @@ def test_mixed_tree(mixed_tree: Path) -> None:
         (f"{root}/.hidden.txt", "hidden file"),
         (f"{root}/h_empty.txt", "empty file"),
         (f"{root}/j_image.bin", "binary file of unknown type (.bin)"),
-        (f"{root}/k_big.txt", "larger than max_bytes (30000 > 20000 bytes)"),
+        (
+            f"{root}/k_big.txt",
+            "larger than max_bytes (30000 > 20000 bytes): not read; raise max_bytes",
+        ),
     ]
 
 

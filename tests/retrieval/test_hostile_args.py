@@ -99,3 +99,191 @@ def test_an_undecodable_filter_byte_is_replaced(index: Path) -> None:
     assert proc.returncode == 0 and proc.stderr == b""
     # replaced by U+FFFD, so it names no stored source (those keep their escapes) and matches none
     assert json.loads(proc.stdout) == []
+
+
+# ---- nesting: one bound, checked before anything recurses ------------------------------------
+
+DEEP = 100_000
+
+
+def _deep_list(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _deep_json(depth: int) -> str:
+    return '{"query": "bees", "k": ' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize("strict_json", [False, True])
+def test_json_string_arguments_nested_100000_deep_are_a_tool_input_error(
+    strict_json: bool,
+) -> None:
+    from ragtools.parsers.errors import ToolInputError
+    from ragtools.parsers.nesting import MAX_NESTING
+    from ragtools.retrieval.tools.params import parse_arguments
+
+    problem = f"Invalid arguments: objects and lists nested more than {MAX_NESTING} levels deep"
+    with pytest.raises(ToolInputError, match=problem):
+        parse_arguments(_deep_json(DEEP), strict_json=strict_json)
+    with pytest.raises(ToolInputError, match=problem):  # just past the bound
+        parse_arguments(_deep_json(MAX_NESTING), strict_json=strict_json)
+    # at the bound (the object is level 1), and brackets in strings and comments do not count
+    fits = _deep_json(MAX_NESTING - 1)
+    assert parse_arguments(fits, strict_json=strict_json)["query"] == "bees"
+    quoted = '{"query": "' + "[{" * 1000 + "\", 'q2': '\\'[[[[', /* [[[[ */ }"
+    if not strict_json:
+        assert parse_arguments(quoted)["query"] == "[{" * 1000
+
+
+def test_dict_arguments_nested_deep_name_the_argument() -> None:
+    from ragtools.parsers.errors import ToolInputError
+    from ragtools.retrieval.tools import tool
+    from ragtools.retrieval.tools.params import parse_arguments, verify_arguments
+
+    with pytest.raises(ToolInputError, match=r"Invalid argument 'k': objects and lists nested"):
+        parse_arguments({"query": "bees", "k": _deep_list(DEEP)})
+    with pytest.raises(ToolInputError, match=r"Invalid argument 'k': objects and lists nested"):
+        verify_arguments({"query": "bees", "k": _deep_list(DEEP)}, {"type": "object"})
+
+    @tool
+    def search(query: str, k: int = 3) -> str:
+        """Search.
+
+        Args:
+            query: what to look for.
+            k: how many.
+        """
+        return query
+
+    call = {"name": "search", "args": {"query": _deep_list(DEEP)}, "id": "1", "type": "tool_call"}
+    with pytest.raises(ToolInputError, match=r"Invalid argument 'query': objects and lists"):
+        search.invoke(call)
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)  # a value that contains itself is cut at the bound, not walked forever
+    with pytest.raises(ToolInputError, match=r"Invalid argument 'k'"):
+        search.invoke({"query": "bees", "k": cyclic})
+    assert search.invoke({"query": "bees", "k": 2}) == "bees"
+
+
+def test_a_python_filter_nested_10000_deep_is_a_config_error_before_any_recursion(
+    tmp_path: Path,
+) -> None:
+    """Through a retriever the filter's source paths are resolved (recursively) before it
+    is compiled; the bound is checked first."""
+    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.testing import FakeEmbedder
+    from ragtools.retrieval import HybridRetriever
+
+    (tmp_path / "bees.txt").write_text("Honey bees dance.", encoding="utf-8")
+    hybrid = HybridRetriever.from_index(
+        Index.build([tmp_path / "bees.txt"], tmp_path / "index", embedder=FakeEmbedder())
+    )
+    with pytest.raises(ConfigError, match=f"nested more than {MAX_FILTER_DEPTH} levels deep"):
+        hybrid.invoke("bees", filter=_nested_not(10_000))
+    with pytest.raises(ConfigError, match=f"nested more than {MAX_FILTER_DEPTH} levels deep"):
+        hybrid.invoke("bees", filter=_nested_not(40))  # the documented error at 30-100 levels
+    # within the bound it is evaluated: 31 negations of page == 1 keep a text without pages
+    assert len(hybrid.invoke("bees", filter=_nested_not(MAX_FILTER_DEPTH - 1))) == 1
+
+
+def test_a_deep_line_of_a_queries_file_names_the_file_line_and_limit(tmp_path: Path) -> None:
+    from ragtools.retrieval._cli_args import read_queries
+
+    queries = tmp_path / "queries.jsonl"
+    deep = '{"query": "bees", "ids": ' + "[" * DEEP + "]" * DEEP + "}"
+    queries.write_text('{"query": "fine"}\nplain text\n' + deep + "\n", encoding="utf-8")
+    records = read_queries(str(queries))
+    assert [next(records)["query"], next(records)["query"]] == ["fine", "plain text"]
+    with pytest.raises(ConfigError, match=r"queries\.jsonl, line 3: objects and lists nested"):
+        next(records)
+
+
+def test_deep_json_in_beir_queries_is_a_parse_error_naming_the_line(tmp_path: Path) -> None:
+    from ragtools.parsers.errors import ParseError
+    from ragtools.retrieval.evaluation.beir import load_queries
+
+    line = '{"_id": "q2", "text": "bees", "metadata": ' + "[" * DEEP + "]" * DEEP + "}"
+    (tmp_path / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "fine"}\n' + line + "\n", encoding="utf-8"
+    )
+    with pytest.raises(ParseError, match=r"queries\.jsonl: line 2: objects and lists nested"):
+        load_queries(tmp_path)
+
+
+def test_a_query_list_nested_100000_deep_is_refused_by_name(tmp_path: Path) -> None:
+    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.testing import FakeEmbedder
+    from ragtools.parsers.errors import ToolInputError
+    from ragtools.retrieval import HybridRetriever, create_retriever_tool
+
+    (tmp_path / "bees.txt").write_text("Honey bees dance.", encoding="utf-8")
+    hybrid = HybridRetriever.from_index(
+        Index.build([tmp_path / "bees.txt"], tmp_path / "index", embedder=FakeEmbedder())
+    )
+    with pytest.raises(ConfigError, match="query must be a string, got list"):
+        hybrid.batch(_deep_list(DEEP))
+    search = create_retriever_tool(hybrid, "search", "Search the notes.")
+    # the retriever tool handles ToolInputError (handle_tool_error=True): the model reads it
+    call = {"name": "search", "args": {"query": _deep_list(DEEP)}, "id": "1", "type": "tool_call"}
+    message = search.invoke(call)
+    assert message.status == "error"
+    assert message.content == (
+        "Invalid argument 'query': objects and lists nested more than 32 levels deep "
+        "(the limit); send flatter values"
+    )
+    strict = create_retriever_tool(hybrid, "search", "Search.", handle_tool_error=False)
+    with pytest.raises(ToolInputError, match=r"Invalid argument 'query': objects and lists"):
+        strict.invoke({"query": _deep_list(DEEP)})
+
+
+# ---- lone surrogates in queries ---------------------------------------------------------------
+
+
+def test_a_query_with_a_lone_surrogate_reaches_the_embedder_replaced(tmp_path: Path) -> None:
+    """Hugging Face tokenizers raise ``TypeError`` on a lone surrogate; retrievers replace it
+    (and the embedder's own encode path does too, for texts given directly)."""
+    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.testing import FakeEmbedder
+    from ragtools.retrieval import HybridRetriever
+
+    class StrictEmbedder(FakeEmbedder):
+        def embed_query(self, text: str) -> Any:
+            text.encode("utf-8")  # what a tokenizer does first; raises on "\ud800"
+            return super().embed_query(text)
+
+    (tmp_path / "trace.txt").write_text("trace the compile step", encoding="utf-8")
+    embedder = StrictEmbedder()
+    index = Index.build([tmp_path / "trace.txt"], tmp_path / "index", embedder=embedder)
+    hybrid = HybridRetriever.from_index(index)
+    hits = hybrid.invoke("trace \ud800 compile")
+    assert [h.chunk.text for h in hits] == ["trace the compile step"]
+    assert [h.chunk.text for h in hybrid.batch(["\udc00compile"])[0]] == ["trace the compile step"]
+
+
+def test_rag_build_of_a_record_with_a_lone_surrogate_succeeds_and_says_so(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.jsonl").write_text('{"text": "trace \\ud800 compile"}\n', encoding="utf-8")
+    proc = rag("build", str(docs), "--out", str(tmp_path / "index"), "--no-vector")
+    assert proc.returncode == 0, proc.stderr  # was a UnicodeEncodeError traceback
+    assert b"1 chunks from 1 files" in proc.stdout
+    assert b"notes.jsonl: 1 lone surrogates (not characters) replaced by U+FFFD" in proc.stderr
+    proc = rag("search", str(tmp_path / "index"), "trace", "--json")
+    assert json.loads(proc.stdout)[0]["chunk"]["text"] == "trace \ufffd compile"
+
+
+@pytest.mark.slow
+def test_the_bundled_model_is_never_handed_a_lone_surrogate(tmp_path: Path) -> None:
+    """The issue's case with the real tokenizer, which raised ``TypeError`` on "\\ud800"."""
+    from ragtools.indexes.bundle import Index
+    from ragtools.retrieval import HybridRetriever
+
+    (tmp_path / "trace.txt").write_text("trace the compile step", encoding="utf-8")
+    index = Index.build([tmp_path / "trace.txt"], tmp_path / "index")
+    hits = HybridRetriever.from_index(index).invoke("trace \ud800 compile")
+    assert [h.chunk.text for h in hits] == ["trace the compile step"]
+    vectors = index.embedder.embed_documents(["trace \ud800 compile", "trace \ufffd compile"])
+    assert vectors.shape[0] == 2 and bool((vectors[0] == vectors[1]).all())
