@@ -141,6 +141,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         ray=args.ray,
         on_ready=ready,
+        show_metadata=args.show_metadata or (),
     )
     return 0
 
@@ -364,6 +365,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="ADDRESS",
         help="serve sharded indexes from Ray actors (on ADDRESS, or a local cluster)",
+    )
+    serve.add_argument(
+        "--show-metadata",
+        action="append",
+        metavar="KEY",
+        help="keep this file key (path, mtime or size) in the hits sent; once per key "
+        "(default: none, so no directory of this machine reaches the model)",
     )
     serve.set_defaults(func=_cmd_serve)
     return parser
