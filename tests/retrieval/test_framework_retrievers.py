@@ -448,3 +448,104 @@ def test_llamaindex_adapter_takes_metadata_filters(tagged_index: Index) -> None:
         )
     with pytest.raises(ConfigError, match="expected llama_index MetadataFilters, got list"):
         to_llamaindex_retriever(retriever, filter=[("source", "r1.pdf")])
+
+
+# --- Haystack pipelines saved and loaded ------------------------------------------------------
+
+
+def _haystack_pipeline(retriever: object, **options: object) -> object:
+    from haystack import Pipeline
+    from haystack.components.builders import PromptBuilder
+
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", to_haystack_component(retriever, **options))
+    pipeline.add_component(
+        "prompt",
+        PromptBuilder(template="{% for d in documents %}{{ d.content }}\n{% endfor %}",
+                      required_variables=["documents"]),
+    )  # fmt: skip
+    pipeline.connect("retriever.documents", "prompt.documents")
+    return pipeline
+
+
+HAYSTACK_RUN = {"retriever": {"query": "lava glacier report", "top_k": 3}}
+ALLOWED = ["ragtools.retrieval.integrations"]
+
+
+def test_haystack_pipeline_dumps_and_loads(tagged_index: Index, tmp_path: Path) -> None:
+    import subprocess
+
+    from haystack import Pipeline
+    from haystack.core.errors import DeserializationError
+
+    retriever = HybridRetriever.from_index(
+        tagged_index, k=5, min_score=0.01, expand={"mode": "neighbors", "window": 0}
+    )
+    filters = {"field": "meta.page", "operator": ">=", "value": 8}
+    pipeline = _haystack_pipeline(retriever, top_k=4, filters=filters)
+    text = pipeline.dumps()  # type: ignore[attr-defined]
+    assert str(tagged_index.path) in text and "kind: hybrid" in text
+    loaded = Pipeline.loads(text, allowed_modules=ALLOWED)
+    assert loaded.dumps() == text
+    expected = pipeline.run(HAYSTACK_RUN, include_outputs_from={"retriever"})  # type: ignore[attr-defined]
+    got = loaded.run(HAYSTACK_RUN, include_outputs_from={"retriever"})
+    assert got == expected
+    assert len(got["retriever"]["documents"]) == 3
+    assert all(d.meta["page"] >= 8 for d in got["retriever"]["documents"])
+    with pytest.raises(DeserializationError, match="allowlist"):  # Haystack's own safety rule
+        Pipeline.loads(text)
+
+    # a fresh interpreter: Haystack imports our module from the name in the file
+    (tmp_path / "pipeline.yaml").write_text(text, encoding="utf-8")
+    script = (
+        "import json, sys\n"
+        "from haystack import Pipeline\n"
+        "p = Pipeline.loads(open(sys.argv[1]).read(), allowed_modules=sys.argv[2:])\n"
+        f"r = p.run({HAYSTACK_RUN!r})\n"
+        "print(json.dumps(r['prompt']['prompt']))\n"
+    )
+    env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "pipeline.yaml"), *ALLOWED],
+        capture_output=True, text=True, env=env, timeout=300, check=True,
+    )  # fmt: skip
+    assert proc.stdout.strip() == json_dumps(expected["prompt"]["prompt"])
+
+
+def json_dumps(value: object) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def test_haystack_settings_name_what_cannot_be_saved(tagged_index: Index) -> None:
+    from ragtools.retrieval.rerank import MMRReranker
+
+    class Custom:
+        def invoke(self, query: str, **options: object) -> list[Hit]:
+            return []
+
+    with pytest.raises(ConfigError, match="a Custom cannot be written as settings"):
+        _haystack_pipeline(Custom()).dumps()  # type: ignore[attr-defined]
+    reranked = HybridRetriever.from_index(
+        tagged_index, reranker=MMRReranker(embedder=FakeEmbedder(dim=8))
+    )
+    with pytest.raises(ConfigError, match="with a reranker \\(MMRReranker\\)"):
+        _haystack_pipeline(reranked).dumps()  # type: ignore[attr-defined]
+
+
+def test_retriever_settings_round_trip_and_refuse_unknown_keys(tagged_index: Index) -> None:
+    from ragtools.retrieval.retriever_config import retriever_config, retriever_from_config
+
+    for retriever in (
+        KeywordRetriever(tagged_index, k=3),
+        HybridRetriever.from_index(tagged_index, k=4, fusion="rrf", candidate_k=50),
+    ):
+        config = retriever_config(retriever)
+        rebuilt = retriever_from_config(config)
+        assert type(rebuilt) is type(retriever) and retriever_config(rebuilt) == config
+        assert _ids(rebuilt.invoke("lava report")) == _ids(retriever.invoke("lava report"))
+    with pytest.raises(ConfigError, match=r"unknown keyword retriever settings \['model'\]"):
+        retriever_from_config({"kind": "keyword", "index": str(tagged_index.path), "model": "x"})
+    with pytest.raises(ConfigError, match="kind of keyword, vector, hybrid, got kind 'bm25'"):
+        retriever_from_config({"kind": "bm25", "index": str(tagged_index.path)})
