@@ -72,7 +72,14 @@ from ragtools.retrieval._filter_nodes import (
 )
 from ragtools.retrieval._filter_nodes import BoolArray as BoolArray  # re-exported for retrievers
 
-__all__ = ["MAX_FILTER_DEPTH", "CompiledFilter", "FilterSpec", "compile_filter", "filter_mask"]
+__all__ = [
+    "MAX_FILTER_DEPTH",
+    "SYMBOL_OPERATORS",
+    "CompiledFilter",
+    "FilterSpec",
+    "compile_filter",
+    "filter_mask",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +90,18 @@ MAX_FILTER_DEPTH = 32
 """Objects and lists nested deeper than this are refused: real filters are a few levels
 deep, and compiling a filter is recursive (a 330-deep ``$not`` chain would otherwise
 overflow Python's stack)."""
+
+SYMBOL_OPERATORS = {
+    "==": "$eq",
+    "!=": "$ne",
+    ">": "$gt",
+    ">=": "$gte",
+    "<": "$lt",
+    "<=": "$lte",
+    "in": "$in",
+}
+"""Our operator for each comparison symbol the frameworks' filter languages share (Haystack's
+and LlamaIndex's); each adaptor adds its own spelling of "not in"."""
 
 _COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
 _TEXT_OPS = ("$prefix", "$glob", "$contains")

@@ -87,7 +87,7 @@ def _tool_names(paths: Sequence[Path], names: Sequence[str] | None, reserved: st
 
 
 def _default_description(path: Path, index: Index) -> str:
-    files = sorted({Path(f).name for f in index.fingerprints})
+    files = sorted({PureWindowsPath(f).name for f in _indexed_files(index)})
     shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
     counts = index.manifest.get("counts") or {}
     halves = (("keyword", index.bm25), ("vector", index.vector))
@@ -170,18 +170,15 @@ def index_summary(index: Index) -> dict[str, Any]:
     (unreadable); ``counts`` and the settings are those of :meth:`Index.info`.
     """
     info = index.info()
-    skipped = {path for path, _ in index.skipped}
-    failed = {failure.path for failure in index.failures}
-    indexed = [path for path in index.fingerprints if path not in skipped and path not in failed]
     summary = {
         "index": index.path.name,
         "created": info.get("created"),
         "package_version": info.get("package_version"),
         "counts": info.get("counts"),
         "files": {
-            "indexed": _by_type(indexed),
-            "skipped": _by_type(skipped),
-            "failed": _by_type(failed),
+            "indexed": _by_type(_indexed_files(index)),
+            "skipped": _by_type(path for path, _ in index.skipped),
+            "failed": _by_type(failure.path for failure in index.failures),
         },
         "sources": [_name(source) for source in index.sources],
         "selection": info.get("selection"),
@@ -193,6 +190,12 @@ def index_summary(index: Index) -> dict[str, Any]:
         summary["shards"] = len(info["shards"])
     safe: dict[str, Any] = json.loads(json.dumps(summary, ensure_ascii=False, default=str))
     return safe
+
+
+def _indexed_files(index: Index) -> list[str]:
+    """The tracked files that were read: neither skipped nor failed."""
+    left_out = {path for path, _ in index.skipped} | {f.path for f in index.failures}
+    return [path for path in index.fingerprints if path not in left_out]
 
 
 def _by_type(paths: Iterable[str]) -> dict[str, int]:

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.filters import SYMBOL_OPERATORS
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._hits import (
     HIT_KEYS,
@@ -68,16 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = ["hit_to_node", "llamaindex_filter", "to_llamaindex_retriever"]
 
-_COMPARISONS = {
-    "==": "$eq",
-    "!=": "$ne",
-    ">": "$gt",
-    ">=": "$gte",
-    "<": "$lt",
-    "<=": "$lte",
-    "in": "$in",
-    "nin": "$nin",
-}
+_COMPARISONS = {**SYMBOL_OPERATORS, "nin": "$nin"}
 _LIST_OPERATORS = ("in", "nin", "any", "all")
 
 

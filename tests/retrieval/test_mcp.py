@@ -428,18 +428,22 @@ def test_no_directory_of_this_machine_reaches_the_model(
         found = [t for t in (str(folder), str(out), str(pdf_dir), str(tmp_path)) if t in text]
         return found + [key for key in FILE_KEYS if f'"{key}"' in text]
 
-    async def session(*options: str) -> tuple[Any, Any, Any]:
+    async def session(*options: str) -> tuple[Any, Any, Any, Any]:
         async with stdio_client(str(out), "--name", "site", *options) as client:
+            tools = await client.list_tools()
             result = await client.call_tool("site", {"query": "waggle dance of honey bees"})
             listing = await client.call_tool(LIST_TOOL, {})
             resource = await client.read_resource("rag://index/site")
-            return result, listing, resource
+            return tools, result, listing, resource
 
-    result, listing, resource = run(session)
+    tools, result, listing, resource = run(session)
+    description = tools.tools[0].description
+    assert "bees.txt" in description and ".png" not in description  # what is searchable
     content, hits = expected(out, "waggle dance of honey bees")
     assert text_of(result) == content and result.structured_content == {"hits": hits}
     assert "bees.txt" in content
     everything = [
+        description,
         content,
         json.dumps(result.structured_content),
         text_of(listing),
@@ -458,7 +462,7 @@ def test_no_directory_of_this_machine_reaches_the_model(
     assert sorted(summary["sources"]) == ["google-doc-document.pdf", "site"]
     assert len(text_of(listing)) < 4000  # a summary, however many files
 
-    shown, _, _ = run(lambda: session("--show-metadata", "path"))
+    _, shown, _, _ = run(lambda: session("--show-metadata", "path"))
     path = shown.structured_content["hits"][0]["chunk"]["metadata"]["path"]
     assert path == str(folder / "bees.txt")
     assert "mtime" not in shown.structured_content["hits"][0]["chunk"]["metadata"]
