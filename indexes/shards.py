@@ -369,8 +369,19 @@ class ShardedIndex(Index):
         self.state = sharded_state(self.settings, self.shards, self.manifest, search)
 
     def info(self) -> dict[str, Any]:
-        """:meth:`Index.info` plus each shard's directory, version and chunk count."""
+        """:meth:`Index.info` plus each shard's directory, version and chunk count; the
+        ``documents`` and ``vectors`` counts the top manifest does not keep are the sums of
+        the shards' own (a document lies in one shard)."""
         summary = super().info()
+        counts = dict(summary.get("counts") or {})
+        for key in ("documents", "vectors"):
+            if key not in counts:
+                counts[key] = sum(
+                    int(s.state.manifest.get("counts", {}).get(key, 0))
+                    for s in self.shards
+                    if s.state is not None
+                )
+        summary["counts"] = counts
         summary["shards"] = [
             {"path": str(s.path), "version": s.version, "chunks": len(s.global_rows)}
             for s in self.shards

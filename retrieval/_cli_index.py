@@ -226,7 +226,8 @@ def _megabytes(size: int) -> str:
 
 
 def _summary(index: Index) -> list[tuple[str, str]]:
-    info, counts = index.info(), index.manifest.get("counts", {})
+    info = index.info()
+    counts: dict[str, Any] = info.get("counts") or {}  # a sharded index's are summed there
     settings: dict[str, Any] = info["settings"] or {}
     defaults = IndexSettings().model_dump()
     changed = [f"{k} {v!r}" for k, v in settings.items() if defaults.get(k) != v]

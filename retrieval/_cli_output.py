@@ -3,7 +3,8 @@
 A command's results go to stdout; everything else (warnings, skipped and failed files,
 progress bars) goes to stderr. Progress bars appear only when stderr is a terminal and
 ``--quiet`` is off; log records are written above them through ``tqdm.write`` rather than
-through them. Third-party libraries are kept quiet unless ``--verbose``: the weight-loading
+through them; both name ``rag`` flags, not Python arguments (:mod:`retrieval._cli_messages`).
+Third-party libraries are kept quiet unless ``--verbose``: the weight-loading
 bar and load reports of transformers, the download bars of huggingface_hub, Python warnings
 raised inside libraries, and faiss's messages about which CPU build it loaded.
 ``--verbose`` raises only this package's loggers to DEBUG (and lets the others speak at
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Iterable
 
 from ragtools.parsers import FileError
+from ragtools.retrieval._cli_messages import cli_message
 
 PACKAGE_LOGGER = "ragtools"
 
@@ -36,7 +38,7 @@ class _AboveBars(logging.Handler):
         try:
             from tqdm import tqdm
 
-            tqdm.write(self.format(record), file=sys.stderr)
+            tqdm.write(cli_message(self.format(record)), file=sys.stderr)
         except Exception:
             self.handleError(record)
 
@@ -70,13 +72,13 @@ def show_progress(*, quiet: bool) -> bool | None:
 
 def problem_lines(failures: Iterable[FileError], skipped: Iterable[tuple[str, str]]) -> list[str]:
     """One line per skipped or failed file: the path once, then why."""
-    lines = [f"skipped {path}: {reason}" for path, reason in skipped]
+    lines = [f"skipped {path}: {cli_message(reason)}" for path, reason in skipped]
     for failure in failures:
         why = failure.message
         prefix = f"{failure.path}: "
         if why.startswith(prefix):  # a ParseError names its file first: do not repeat it
             why = why[len(prefix) :]
-        lines.append(f"failed {failure.path}: {why}")
+        lines.append(f"failed {failure.path}: {cli_message(why)}")
     return lines
 
 

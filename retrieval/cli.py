@@ -1,6 +1,7 @@
 """The ``rag`` command: build, update, search, inspect, roll back, evaluate and serve indexes.
 
-Errors print one line (what failed, which file, what to do) and exit with status 2;
+Errors print one line (what failed, which file, what to do, naming ``rag`` flags rather than
+Python arguments) and exit with status 2;
 ``--verbose`` adds the traceback and this package's DEBUG logging. Progress bars appear only
 on a terminal; ``--quiet`` turns them off. Global options go before or after the command.
 """
@@ -29,6 +30,7 @@ from ragtools.retrieval._cli_args import (
     parse_filter,
     read_queries,
 )
+from ragtools.retrieval._cli_messages import cli_message
 from ragtools.retrieval._cli_output import configure
 from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.hit import Hit
@@ -141,6 +143,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         ray=args.ray,
         on_ready=ready,
+        show_metadata=args.show_metadata or (),
     )
     return 0
 
@@ -365,6 +368,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="serve sharded indexes from Ray actors (on ADDRESS, or a local cluster)",
     )
+    serve.add_argument(
+        "--show-metadata",
+        action="append",
+        metavar="KEY",
+        help="keep this file key (path, mtime or size) in the hits sent; once per key "
+        "(default: none, so no directory of this machine reaches the model)",
+    )
     serve.set_defaults(func=_cmd_serve)
     return parser
 
@@ -383,7 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RetrievalError, OSError) as exc:
         if args.verbose:
             traceback.print_exc()
-        print(f"rag: error: {exc}", file=sys.stderr)
+        print(f"rag: error: {cli_message(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -75,6 +75,7 @@ from ragtools.retrieval._filter_nodes import BoolArray as BoolArray  # re-export
 
 __all__ = [
     "MAX_FILTER_DEPTH",
+    "SYMBOL_OPERATORS",
     "CompiledFilter",
     "FilterSpec",
     "check_depth",
@@ -92,6 +93,18 @@ MAX_FILTER_DEPTH = MAX_NESTING
 deep, and compiling a filter is recursive (a 330-deep ``$not`` chain would otherwise
 overflow Python's stack). The one nesting bound of :mod:`parsers.nesting`, which tool
 arguments and queries files share."""
+
+SYMBOL_OPERATORS = {
+    "==": "$eq",
+    "!=": "$ne",
+    ">": "$gt",
+    ">=": "$gte",
+    "<": "$lt",
+    "<=": "$lte",
+    "in": "$in",
+}
+"""Our operator for each comparison symbol the frameworks' filter languages share (Haystack's
+and LlamaIndex's); each adaptor adds its own spelling of "not in"."""
 
 _COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
 _TEXT_OPS = ("$prefix", "$glob", "$contains")

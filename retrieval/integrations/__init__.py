@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from ragtools.retrieval.integrations.haystack import haystack_filter, to_haystack_component
 from ragtools.retrieval.integrations.langchain_retriever import to_langchain_retriever
-from ragtools.retrieval.integrations.llamaindex import to_llamaindex_retriever
+from ragtools.retrieval.integrations.llamaindex import llamaindex_filter, to_llamaindex_retriever
 
 __all__ = [
     "haystack_filter",
+    "llamaindex_filter",
     "to_haystack_component",
     "to_langchain_retriever",
     "to_llamaindex_retriever",

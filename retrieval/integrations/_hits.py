@@ -1,9 +1,19 @@
 """What every framework adapter hands over for a hit: its text, and metadata that keeps
 everything the hit says (the chunk's metadata, where it lies, every stage's score, and for an
-expanded passage the original hits it merged)."""
+expanded passage the original hits it merged).
+
+It also says which metadata stays away from models: :data:`FILE_KEYS` (the build
+machine's absolute ``path``, the file's ``mtime`` and ``size``) describe a file on the
+disk, not the passage, and the README promises that no directory of the build machine
+reaches a model. Adapters hide them wherever the framework lets a model read metadata
+(LlamaIndex's ``excluded_llm_metadata_keys``, MCP results), unless the user names them in
+``show_metadata`` (:func:`hidden_file_keys`). The application keeps them where the
+framework separates what a model reads from what code reads (LlamaIndex node metadata).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ragtools.indexes.ranking import check_k
@@ -12,6 +22,47 @@ from ragtools.retrieval.hit import Hit
 
 HIT_KEYS = ("chunk_id", "doc_id", "start", "end", "score", "rank", "stage", "scores", "parts")
 """The keys an adapter adds to the chunk's metadata (they win over metadata of that name)."""
+
+FILE_KEYS = ("path", "mtime", "size")
+"""Metadata about the file on the build machine, hidden from models unless asked for by name
+(see the module docstring)."""
+
+
+def hidden_file_keys(show_metadata: Iterable[str] = ()) -> tuple[str, ...]:
+    """The :data:`FILE_KEYS` a model must not see: all but those named in ``show_metadata``.
+
+    Raises:
+        ConfigError: ``show_metadata`` is a bare string or names a key that is not one of
+            :data:`FILE_KEYS` (every other key is shown already).
+    """
+    if isinstance(show_metadata, str):
+        msg = (
+            f"show_metadata takes a list of keys, got the string {show_metadata!r}; "
+            f"write [{show_metadata!r}]"
+        )
+        raise ConfigError(msg)
+    shown = list(show_metadata)
+    unknown = [key for key in shown if key not in FILE_KEYS]
+    if unknown:
+        msg = (
+            f"show_metadata names {unknown!r}; it opts in to the hidden file keys only: "
+            f"{', '.join(FILE_KEYS)} (every other metadata key is shown already)"
+        )
+        raise ConfigError(msg)
+    return tuple(key for key in FILE_KEYS if key not in shown)
+
+
+def without_keys(hit: Hit, keys: Iterable[str]) -> Hit:
+    """``hit`` with ``keys`` removed from its chunk's metadata and from its parts' chunks."""
+    drop = frozenset(keys)
+    metadata = hit.chunk.metadata
+    if not drop or (drop.isdisjoint(metadata) and not hit.parts):
+        return hit
+    chunk = hit.chunk.model_copy(
+        update={"metadata": {k: v for k, v in metadata.items() if k not in drop}}
+    )
+    parts = tuple(without_keys(part, drop) for part in hit.parts)
+    return hit.model_copy(update={"chunk": chunk, "parts": parts})
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:

@@ -3,9 +3,15 @@
 Kept apart from :mod:`ragtools.retrieval.integrations.mcp` along its one seam that needs no
 ``mcp`` SDK: turning index directories into
 :class:`Served` entries (validated, unique tool names; default descriptions; each index
-opened once, its embedding model warmed up, its info made JSON-safe). The protocol side
+opened once, its embedding model warmed up, its summary made). The protocol side
 (tools, handlers, transports) stays in :mod:`.mcp`, which passes in the hits per call and the
 reserved listing tool name, so this module imports nothing from it.
+
+An index's summary (:func:`index_summary`: what ``list_indexes`` and the index's resource
+return) is what a model needs to choose an index, and nothing about the machine it runs
+on: counts, build settings, and the files counted by type (indexed, skipped, failed), not
+listed one by one, which for a documentation folder is tens of kilobytes of image paths.
+It holds no absolute path: sources and a local model directory appear by their names.
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any
 
 from ragtools.parsers.errors import ConfigError
@@ -32,11 +39,11 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 @dataclass(frozen=True)
 class Served:
-    """One index as served: its tool, the tool's name and description, its info."""
+    """One index as served: its tool, the tool's name and description, its summary."""
 
     name: str
     description: str
-    info: dict[str, Any]
+    summary: dict[str, Any]
     tool: BaseTool
 
 
@@ -80,7 +87,7 @@ def _tool_names(paths: Sequence[Path], names: Sequence[str] | None, reserved: st
 
 
 def _default_description(path: Path, index: Index) -> str:
-    files = sorted({Path(f).name for f in index.fingerprints})
+    files = sorted({PureWindowsPath(f).name for f in _indexed_files(index)})
     shown = ", ".join(files[:8]) + (f" and {len(files) - 8} more" if len(files) > 8 else "")
     counts = index.manifest.get("counts") or {}
     halves = (("keyword", index.bm25), ("vector", index.vector))
@@ -137,7 +144,7 @@ def open_all(
         retriever = HybridRetriever.from_index(index, k=k)
         description = texts[i] if i < len(texts) else _default_description(path, index)
         tool = create_retriever_tool(retriever, name, description)
-        served.append(Served(name, description, _json_safe(index.info()), tool))
+        served.append(Served(name, description, index_summary(index), tool))
         logger.info("serving %s as tool %r (%d chunks)", path, name, len(index))
     return served
 
@@ -152,6 +159,69 @@ def _serve_on_ray(index: Any, address: str) -> None:
     serve_on_ray(index, address or None)
 
 
-def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
-    safe: dict[str, Any] = json.loads(json.dumps(value, ensure_ascii=False, default=str))
+# --------------------------------------------------------------------------- summary
+
+
+def index_summary(index: Index) -> dict[str, Any]:
+    """What a model is told about an index (see the module docstring): JSON values only.
+
+    ``files`` counts the tracked files by type (their suffix, ``""`` for none) as
+    ``indexed``, ``skipped`` (a reason to leave them out, e.g. images) and ``failed``
+    (unreadable); ``counts`` and the settings are those of :meth:`Index.info`.
+    """
+    info = index.info()
+    summary = {
+        "index": index.path.name,
+        "created": info.get("created"),
+        "package_version": info.get("package_version"),
+        "counts": info.get("counts"),
+        "files": {
+            "indexed": _by_type(_indexed_files(index)),
+            "skipped": _by_type(path for path, _ in index.skipped),
+            "failed": _by_type(failure.path for failure in index.failures),
+        },
+        "sources": [_name(source) for source in index.sources],
+        "selection": info.get("selection"),
+        "settings": _without_directories(info.get("settings")),
+        "bm25": info.get("bm25"),
+        "embedder": _without_directories(info.get("embedder")),
+    }
+    if isinstance(info.get("shards"), list):
+        summary["shards"] = len(info["shards"])
+    safe: dict[str, Any] = json.loads(json.dumps(summary, ensure_ascii=False, default=str))
     return safe
+
+
+def _indexed_files(index: Index) -> list[str]:
+    """The tracked files that were read: neither skipped nor failed."""
+    left_out = {path for path, _ in index.skipped} | {f.path for f in index.failures}
+    return [path for path in index.fingerprints if path not in left_out]
+
+
+def _by_type(paths: Iterable[str]) -> dict[str, int]:
+    """How many of ``paths`` have each suffix (lowercase, without the dot), most first."""
+    counts = Counter(PureWindowsPath(path).suffix.lower().lstrip(".") for path in paths)
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _is_absolute(text: str) -> bool:
+    return PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute()
+
+
+def _name(text: str) -> str:
+    """An absolute path's last part; any other text as it is."""
+    return PureWindowsPath(text).name if _is_absolute(text) else text
+
+
+def _without_directories(value: Any) -> Any:
+    """Settings as JSON with every absolute path replaced by its name (a model directory
+    given to ``--model`` as a path is named by its folder), so none reaches a model."""
+    if isinstance(value, dict):
+        return {str(key): _without_directories(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_directories(item) for item in value]
+    if isinstance(value, str):
+        return _name(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return str(value)

@@ -20,7 +20,12 @@ follow our filter language (:mod:`retrieval.filters`). Filters given when the co
 made are always applied; filters given to ``run`` are joined with them (Haystack's ``merge``
 filter policy), never replacing them.
 
-The component holds a live retriever, so it is not serialisable with ``Pipeline.dumps``.
+``Pipeline.dumps()`` writes the component as settings (its index directory, the retriever's
+kind and options, ``top_k`` and ``filters``), and ``Pipeline.loads(...,
+allowed_modules=["ragtools.retrieval.integrations"])`` opens the index and builds it again
+(:mod:`.haystack_component`, :mod:`retrieval.retriever_config`). A retriever the settings
+cannot describe (another class, a reranker) still runs, and ``dumps`` raises a
+:class:`~parsers.errors.ConfigError` saying why.
 
 Haystack sends anonymous usage telemetry over the network unless
 ``HAYSTACK_TELEMETRY_ENABLED`` says otherwise; this package makes no network call at run
@@ -30,29 +35,20 @@ in).
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Mapping
 from typing import Any
 
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.filters import SYMBOL_OPERATORS
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._hits import check_wrapped, hit_metadata
-from ragtools.retrieval.tools.retriever_filters import check_bound_filter, combine_filters
+from ragtools.retrieval.tools.retriever_filters import check_bound_filter
 
 __all__ = ["haystack_filter", "hit_to_haystack_document", "to_haystack_component"]
 
-_COMPARISONS = {
-    "==": "$eq",
-    "!=": "$ne",
-    ">": "$gt",
-    ">=": "$gte",
-    "<": "$lt",
-    "<=": "$lte",
-    "in": "$in",
-    "not in": "$nin",
-}
+_COMPARISONS = {**SYMBOL_OPERATORS, "not in": "$nin"}
 _LOGICAL = {"AND": "$and", "OR": "$or", "NOT": "$not"}
 
 
@@ -129,68 +125,22 @@ def to_haystack_component(
         MissingDependencyError: ``haystack-ai`` is not installed.
     """
     check_wrapped(retriever)
-    _check_top_k(top_k)
-    bound = check_bound_filter(haystack_filter(filters))
-    require("haystack", "haystack")  # also when the class is already made
-    return _component_class()(retriever, top_k, bound)
+    check_top_k(top_k)
+    check_bound_filter(haystack_filter(filters))
+    require("haystack", "haystack")  # also when the class is already imported
+    return _component_class()(retriever, top_k, None if filters is None else dict(filters))
 
 
-def _check_top_k(top_k: object) -> None:
+def check_top_k(top_k: object) -> None:
+    """Refuse a ``top_k`` that is neither ``None`` nor a positive integer (:class:`ConfigError`)."""
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         msg = f"top_k must be a positive integer or None, got {top_k!r}"
         raise ConfigError(msg)
 
 
-@functools.cache
 def _component_class() -> type:
-    """The component class, made once Haystack is imported."""
+    """The component class (:mod:`.haystack_component`), imported once Haystack may be."""
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # before Haystack reads it
-    haystack = require("haystack", "haystack")
-    Document = haystack.Document
-
-    @haystack.component
-    class RagtoolsRetriever:
-        """One of ragtools' retrievers as a Haystack retriever component."""
-
-        def __init__(
-            self, retriever: Any, top_k: int | None, filters: Mapping[str, Any] | None
-        ) -> None:
-            self.retriever = retriever
-            self.top_k = top_k
-            self.filters = filters
-
-        def _options(self, top_k: int | None, filters: Mapping[str, Any] | None) -> dict[str, Any]:
-            _check_top_k(top_k)
-            options: dict[str, Any] = {}
-            k = top_k if top_k is not None else self.top_k
-            if k is not None:
-                options["k"] = k
-            chosen = combine_filters(self.filters, haystack_filter(filters))
-            if chosen is not None:
-                options["filter"] = chosen
-            return options
-
-        @haystack.component.output_types(documents=list[Document])  # type: ignore[untyped-decorator,valid-type]
-        def run(
-            self,
-            query: str,
-            top_k: int | None = None,
-            filters: dict[str, Any] | None = None,
-        ) -> dict[str, list[Any]]:
-            """Search ``query``; ``top_k`` and ``filters`` (Haystack syntax) for this run."""
-            hits = self.retriever.invoke(query, **self._options(top_k, filters))
-            return {"documents": [hit_to_haystack_document(hit) for hit in hits]}
-
-        @haystack.component.output_types(documents=list[Document])  # type: ignore[untyped-decorator,valid-type]
-        async def run_async(
-            self,
-            query: str,
-            top_k: int | None = None,
-            filters: dict[str, Any] | None = None,
-        ) -> dict[str, list[Any]]:
-            """Like :meth:`run`, without blocking the event loop."""
-            options = self._options(top_k, filters)
-            hits = await self.retriever.ainvoke(query, **options)
-            return {"documents": [hit_to_haystack_document(hit) for hit in hits]}
+    from ragtools.retrieval.integrations.haystack_component import RagtoolsRetriever
 
     return RagtoolsRetriever

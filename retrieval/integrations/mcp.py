@@ -7,8 +7,15 @@ IDE agent, ...) with the same results as the Python tool layer:
   ``RetrieverInput.model_json_schema()``. A call returns the retriever tool's *content* (hits
   with citations) as text and its *artifact* as structured content
   ``{"hits": [hit.model_dump(mode="json"), ...]}``, declared by an output schema;
-* a ``list_indexes`` tool and a ``rag://index/<tool name>`` resource per index giving what
-  ``rag info`` prints (:meth:`Index.info`).
+* a ``list_indexes`` tool and a ``rag://index/<tool name>`` resource per index giving a
+  summary of it (:func:`~retrieval.integrations._mcp_indexes.index_summary`: counts, files
+  counted by type, build settings).
+
+Hosts hand structured content and resources to the model as readily as text, so no result
+carries a directory of this machine: the hits' chunk metadata leaves out the file's
+absolute ``path``, ``mtime`` and ``size`` (:data:`~retrieval.integrations._hits.FILE_KEYS`;
+``show_metadata=`` / ``rag serve --show-metadata KEY`` names those to keep), the content
+cites relative sources, and the summaries count files instead of listing their paths.
 
 Choices: the SDK's low-level ``Server`` (mcp 2.x), because ``MCPServer`` derives schemas from
 Python signatures while ours is fixed and the tools exist only once the indexes are open.
@@ -39,6 +46,7 @@ from ragtools.parsers._optional import require
 from ragtools.parsers.document import strict_utf8
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.integrations._hits import hidden_file_keys, without_keys
 from ragtools.retrieval.integrations._mcp_indexes import Served, open_all
 
 if TYPE_CHECKING:
@@ -92,7 +100,9 @@ def _result(text: str, structured: dict[str, Any] | None = None) -> mt.CallToolR
     return mt.CallToolResult(content=content, structured_content=strict_utf8(structured))
 
 
-async def _search(entry: Served, arguments: dict[str, Any]) -> mt.CallToolResult:
+async def _search(
+    entry: Served, arguments: dict[str, Any], hidden: Sequence[str]
+) -> mt.CallToolResult:
     from ragtools.retrieval.tools.messages import make_tool_call
     from ragtools.retrieval.tools.retriever_tool import RetrieverInput
 
@@ -113,7 +123,8 @@ async def _search(entry: Served, arguments: dict[str, Any]) -> mt.CallToolResult
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
     if output.status == "error":
         return _result(text)
-    return _result(text, {"hits": [hit.model_dump(mode="json") for hit in output.artifact or []]})
+    hits = [without_keys(hit, hidden).model_dump(mode="json") for hit in output.artifact or []]
+    return _result(text, {"hits": hits})
 
 
 def _tools(entries: Sequence[Served]) -> list[mt.Tool]:
@@ -137,7 +148,7 @@ def _tools(entries: Sequence[Served]) -> list[mt.Tool]:
         name=LIST_TOOL,
         description=(
             "List the indexes this server searches: for each, its search tool's name, "
-            "description, sources, chunk counts and build settings (what `rag info` prints)."
+            "description, sources, chunk counts, files counted by type and build settings."
         ),
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         output_schema={
@@ -150,7 +161,9 @@ def _tools(entries: Sequence[Served]) -> list[mt.Tool]:
     return [*tools, listing]
 
 
-def _make_server(entries: Sequence[Served], version: str) -> Server[Any]:
+def _make_server(
+    entries: Sequence[Served], version: str, hidden: Sequence[str] = ()
+) -> Server[Any]:
     from mcp import types as mt
     from mcp.server import Server
     from mcp.shared.exceptions import MCPError
@@ -160,7 +173,7 @@ def _make_server(entries: Sequence[Served], version: str) -> Server[Any]:
     listing = {
         "indexes": [
             {"tool": e.name, "description": e.description, "uri": RESOURCE_PREFIX + e.name}
-            | {"info": e.info}
+            | {"summary": e.summary}
             for e in entries
         ]
     }
@@ -183,7 +196,7 @@ def _make_server(entries: Sequence[Served], version: str) -> Server[Any]:
             known = ", ".join([*by_name, LIST_TOOL])
             msg = f"unknown tool {params.name!r}; this server has: {known}"
             raise MCPError(code=_INVALID_PARAMS, message=msg)
-        return await _search(entry, arguments)
+        return await _search(entry, arguments, hidden)
 
     async def list_resources(
         ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
@@ -192,7 +205,7 @@ def _make_server(entries: Sequence[Served], version: str) -> Server[Any]:
             mt.Resource(
                 uri=RESOURCE_PREFIX + e.name,
                 name=e.name,
-                description=f"What `rag info` prints for the index behind tool {e.name!r}",
+                description=f"A summary of the index behind tool {e.name!r}",
                 mime_type="application/json",
             )
             for e in entries
@@ -207,7 +220,7 @@ def _make_server(entries: Sequence[Served], version: str) -> Server[Any]:
         if entry is None:
             msg = f"unknown resource {uri!r}; this server has {RESOURCE_PREFIX}<tool name> for: "
             raise MCPError(code=_RESOURCE_NOT_FOUND, message=msg + ", ".join(by_name))
-        text = json.dumps(entry.info, ensure_ascii=False, indent=2)
+        text = json.dumps(entry.summary, ensure_ascii=False, indent=2)
         contents: list[mt.TextResourceContents | mt.BlobResourceContents] = [
             mt.TextResourceContents(uri=uri, mime_type="application/json", text=text)
         ]
@@ -237,6 +250,7 @@ def build_server(
     names: Sequence[str] | None = None,
     descriptions: Sequence[str] | None = None,
     ray: str | None = None,
+    show_metadata: Sequence[str] = (),
 ) -> Server[Any]:
     """Open the indexes and return an MCP low-level ``mcp.server.Server`` serving them.
 
@@ -248,6 +262,8 @@ def build_server(
             its source files and counts).
         ray: serve sharded indexes from Ray actors, on this cluster address (``""``: the
             cluster this process joined, or a new local one); ``None``: in-process.
+        show_metadata: file keys (``path``, ``mtime``, ``size``) kept in the hits' metadata;
+            by default none (see the module docstring).
 
     Returns:
         The SDK server; run it with a transport (as :func:`serve` does), or connect to it
@@ -255,7 +271,7 @@ def build_server(
 
     Raises:
         ConfigError: no index, an index given twice, too many names or descriptions, an
-            invalid, reserved or duplicate name.
+            invalid, reserved or duplicate name, or another key in ``show_metadata``.
         IndexLoadError: an index is missing or damaged (the file is named).
         MissingDependencyError: the ``mcp`` package is not installed.
 
@@ -265,6 +281,8 @@ def build_server(
     require("mcp", "mcp")
     from importlib.metadata import PackageNotFoundError, version
 
+    hidden = hidden_file_keys(show_metadata)
+
     with contextlib.redirect_stdout(sys.stderr):  # stdout may be the stdio wire
         entries = open_all(
             index_paths, names, descriptions, k=DEFAULT_K, reserved=LIST_TOOL, ray=ray
@@ -273,7 +291,7 @@ def build_server(
         package_version = version("ragtools")
     except PackageNotFoundError:
         package_version = "0+unknown"
-    return _make_server(entries, package_version)
+    return _make_server(entries, package_version, hidden)
 
 
 def http_url(host: str, port: int) -> str:
@@ -312,6 +330,7 @@ def serve(
     port: int = 8765,
     ray: str | None = None,
     on_ready: Callable[[], None] | None = None,
+    show_metadata: Sequence[str] = (),
 ) -> None:
     """Serve the indexes over MCP until the client disconnects (stdio) or interrupted (http).
 
@@ -327,6 +346,7 @@ def serve(
         on_ready: called once the indexes are open, the model warmed up and (``"http"``)
             the port bound, so a client may connect at once (``rag serve`` prints its
             "ready" line there).
+        show_metadata: see :func:`build_server`.
 
     Raises:
         ConfigError: an unknown transport, a non-loopback host, a bad port, or any
@@ -338,7 +358,9 @@ def serve(
         raise ConfigError(msg)
     if transport == "http":
         http_url(host, port)
-    server = build_server(index_paths, names=names, descriptions=descriptions, ray=ray)
+    server = build_server(
+        index_paths, names=names, descriptions=descriptions, ray=ray, show_metadata=show_metadata
+    )
     ready = on_ready or (lambda: None)
     if transport == "stdio":
         ready()

@@ -91,6 +91,17 @@ def test_errors_are_one_line_and_exit_2(args: tuple[str, ...], needle: str) -> N
     assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("rag: error:")
 
 
+def test_messages_name_flags_not_python_arguments(pdf_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "locked.pdf").write_bytes((pdf_dir / "libreoffice-writer-password.pdf").read_bytes())
+    (folder / "notes.txt").write_text("Notes on encrypted papers.", encoding="utf-8")
+    proc = rag("build", str(folder), "--out", str(tmp_path / "index"), "--no-vector")
+    failed = [line for line in proc.stderr.splitlines() if "locked.pdf" in line]
+    assert len(failed) == 1 and "pass --password PASSWORD" in failed[0], proc.stderr
+    assert "password=" not in proc.stderr
+
+
 def test_bad_filter_and_bad_option(keyword_index: Path) -> None:
     proc = rag("search", str(keyword_index), "q", "--filter", "{nope", check=False)
     assert proc.returncode == 2 and "--filter is not valid JSON" in proc.stderr

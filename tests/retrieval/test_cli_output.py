@@ -57,3 +57,29 @@ def test_problem_lines_name_the_path_once() -> None:
         "skipped /d/.git: hidden directory",
         "failed /d/x.pdf: a password is needed",
     ]
+
+
+@pytest.mark.parametrize(
+    ("library", "command_line"),
+    [
+        (
+            "a.pdf: the PDF is encrypted: a password is needed; pass password=...",
+            "a.pdf: the PDF is encrypted: a password is needed; pass --password PASSWORD",
+        ),
+        (
+            "no string field to take the text from; pass text_field= to load_records",
+            "no string field to take the text from; give each record a string field with its "
+            "text (such as 'text')",
+        ),
+        ("precision='int8' needs ONNX Runtime", "--precision int8 needs ONNX Runtime"),
+        ("or model=None for the bundled model", "or no --model for the bundled model"),
+        ("chunk_size=0 is too small", "--chunk-size 0 is too small"),
+        ("a filter {'page': 3} and a password", "a filter {'page': 3} and a password"),
+    ],
+)
+def test_messages_name_flags_on_the_command_line(library: str, command_line: str) -> None:
+    from ragtools.retrieval._cli_messages import cli_message
+
+    assert cli_message(library) == command_line
+    failure = FileError(path="docs/x.pdf", error="ParseError", message=library)
+    assert problem_lines([failure], []) == [f"failed docs/x.pdf: {command_line}"]

@@ -264,3 +264,288 @@ def test_a_missing_framework_names_its_extra(
     monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(MissingDependencyError, match=rf"ragtools\[{extra}\]"):
         adapt(hybrid)
+
+
+# --- what a model reads: no directory of the build machine -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def folder_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    """A keyword-only index built from files, so chunks carry ``path``, ``mtime``, ``size``."""
+    root = tmp_path_factory.mktemp("adapter-files")
+    (root / "guide").mkdir()
+    (root / "guide" / "quickstart.md").write_text(
+        "# Quickstart\n\nInstall the package, then run the lava eruption example.\n",
+        encoding="utf-8",
+    )
+    (root / "notes.txt").write_text("Glacier ice melting near the lava field.\n", "utf-8")
+    return Index.build([root], tmp_path_factory.mktemp("adapter-index") / "index", vector=False)
+
+
+def _folder_values(index: Index) -> list[str]:
+    """Strings that must not reach a model: the source folder, every path, mtime."""
+    chunk = index.chunks[0]
+    folder = str(Path(str(chunk.metadata["path"])).parent.parent)
+    return [folder, *(str(c.metadata["path"]) for c in index.chunks), str(chunk.metadata["mtime"])]
+
+
+def test_llamaindex_nodes_show_the_llm_no_path_mtime_or_size(folder_index: Index) -> None:
+    from llama_index.core import Settings
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.schema import MetadataMode
+
+    retriever = KeywordRetriever(folder_index, k=5)
+    nodes = to_llamaindex_retriever(retriever).retrieve(QUERY)
+    assert len(nodes) == 2
+    forbidden = _folder_values(folder_index)
+    for node in (n.node for n in nodes):
+        for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+            seen = node.get_content(metadata_mode=mode)
+            assert "source: " in seen and "file_type: " in seen
+            assert not any(value in seen for value in forbidden), seen
+            assert "size: " not in seen and "mtime: " not in seen
+        assert Path(str(node.metadata["path"])).is_absolute()  # still there for the application
+
+    # the prompt a query engine sends (MockLLM with no max_tokens answers with the prompt)
+    Settings.tokenizer = str.split
+    engine = RetrieverQueryEngine.from_args(to_llamaindex_retriever(retriever), llm=MockLLM())
+    prompt = str(engine.query(QUERY))
+    assert "quickstart.md" in prompt and "lava eruption" in prompt
+    assert not any(value in prompt for value in forbidden)
+
+    shown = to_llamaindex_retriever(retriever, show_metadata=["mtime"]).retrieve(QUERY)
+    seen = shown[0].node.get_content(metadata_mode=MetadataMode.LLM)
+    assert f"mtime: {shown[0].node.metadata['mtime']}" in seen and "path: " not in seen
+    with pytest.raises(ConfigError, match=r"show_metadata names \['source'\]"):
+        to_llamaindex_retriever(retriever, show_metadata=["source"])
+    with pytest.raises(ConfigError, match="write \\['path'\\]"):
+        to_llamaindex_retriever(retriever, show_metadata="path")
+
+
+# --- LlamaIndex MetadataFilters ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tagged_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    """Chunks with a string, a number, a list and a sometimes missing or empty field."""
+    docs = []
+    for i in range(30):
+        metadata: dict[str, object] = {
+            "source": f"r{i % 4}.pdf",
+            "page": i,
+            "tags": [["lava", "ice"], ["sand"], [], ["reef", "lava"]][i % 4],
+        }
+        if i % 5:
+            metadata["topic"] = ["volcano science", "ice sheets", ""][i % 3]
+        docs.append(
+            Document(id=f"t{i:02d}", text=f"Report {i} on {TOPICS[i % 4]}.", metadata=metadata)
+        )
+    root = tmp_path_factory.mktemp("tagged") / "index"
+    return Index.from_documents(docs, root, vector=False, chunk_size=300)
+
+
+def _llama_filters() -> list[object]:
+    from llama_index.core.vector_stores import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
+
+    def one(key: str, op: FilterOperator, value: object) -> MetadataFilter:
+        return MetadataFilter(key=key, operator=op, value=value)
+
+    flat = [
+        one("source", FilterOperator.EQ, "r1.pdf"),
+        one("source", FilterOperator.NE, "r1.pdf"),
+        one("page", FilterOperator.GT, 20),
+        one("page", FilterOperator.GTE, 20),
+        one("page", FilterOperator.LT, 4),
+        one("page", FilterOperator.LTE, 4),
+        one("source", FilterOperator.IN, ["r0.pdf", "r2.pdf"]),
+        one("source", FilterOperator.NIN, ["r0.pdf", "r2.pdf"]),
+        one("tags", FilterOperator.ANY, ["sand", "reef"]),
+        one("tags", FilterOperator.ALL, ["lava", "ice"]),
+        one("tags", FilterOperator.CONTAINS, "lava"),
+        one("topic", FilterOperator.TEXT_MATCH, "ice"),
+        one("topic", FilterOperator.IS_EMPTY, None),
+        one("tags", FilterOperator.IS_EMPTY, None),
+    ]
+    cases: list[object] = [MetadataFilters(filters=[f]) for f in flat]
+    for condition in (FilterCondition.AND, FilterCondition.OR, FilterCondition.NOT):
+        cases.append(MetadataFilters(filters=[flat[0], flat[2]], condition=condition))
+        cases.append(MetadataFilters(filters=[flat[8], flat[12]], condition=condition))
+    return cases
+
+
+def test_llamaindex_metadata_filters_select_what_llamaindex_selects(tagged_index: Index) -> None:
+    """Oracle: LlamaIndex's own evaluation of its filters (the simple vector store's)."""
+    from llama_index.core.vector_stores.utils import build_metadata_filter_fn
+
+    from ragtools.retrieval.filters import compile_filter
+    from ragtools.retrieval.integrations import llamaindex_filter
+
+    chunks = list(tagged_index.chunks)
+    by_id = {c.id: c.metadata for c in chunks}
+    for filters in _llama_filters():
+        theirs = build_metadata_filter_fn(by_id.__getitem__, filters)  # type: ignore[arg-type]
+        ours = compile_filter(llamaindex_filter(filters))
+        expected = {c.id for c in chunks if theirs(c.id)}
+        assert {c.id for c in chunks if ours.matches(c)} == expected, filters
+        assert 0 < len(expected) < len(chunks), filters  # every case really filters
+
+
+def test_llamaindex_adapter_takes_metadata_filters(tagged_index: Index) -> None:
+    from llama_index.core.vector_stores import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
+
+    from ragtools.retrieval.integrations import llamaindex_filter
+
+    nested = MetadataFilters(
+        filters=[
+            MetadataFilter(key="page", operator=FilterOperator.GTE, value=10),
+            MetadataFilters(
+                filters=[
+                    MetadataFilter(key="source", value="r1.pdf"),
+                    MetadataFilter(key="tags", operator=FilterOperator.CONTAINS, value="reef"),
+                ],
+                condition=FilterCondition.OR,
+            ),
+        ]
+    )
+    ours = {
+        "$and": [
+            {"page": {"$gte": 10}},
+            {"$or": [{"source": {"$eq": "r1.pdf"}}, {"tags": {"$contains": "reef"}}]},
+        ]
+    }
+    assert llamaindex_filter(nested) == ours
+    assert llamaindex_filter(MetadataFilters(filters=[])) is None
+    retriever = KeywordRetriever(tagged_index, k=6)
+    nodes = to_llamaindex_retriever(retriever, filter=nested).retrieve("report lava glacier")
+    expected = retriever.invoke("report lava glacier", filter=ours)
+    assert [n.node.node_id for n in nodes] == _ids(expected) and len(expected) == 6
+    assert all(n.node.metadata["page"] >= 10 for n in nodes)
+
+    insensitive = MetadataFilters(
+        filters=[
+            MetadataFilter(key="source", value="r1.pdf"),
+            MetadataFilter(
+                key="topic", operator=FilterOperator.TEXT_MATCH_INSENSITIVE, value="Ice"
+            ),
+        ]
+    )
+    with pytest.raises(ConfigError, match=r"filters\[1\].*TEXT_MATCH_INSENSITIVE on 'topic'"):
+        to_llamaindex_retriever(retriever, filter=insensitive)
+    with pytest.raises(ConfigError, match="IN on 'source' takes a list"):
+        llamaindex_filter(
+            MetadataFilters(filters=[MetadataFilter(key="source", operator="in", value="r1.pdf")])
+        )
+    with pytest.raises(ConfigError, match="expected llama_index MetadataFilters, got list"):
+        to_llamaindex_retriever(retriever, filter=[("source", "r1.pdf")])
+
+
+# --- Haystack pipelines saved and loaded ------------------------------------------------------
+
+
+def _haystack_pipeline(retriever: object, **options: object) -> object:
+    from haystack import Pipeline
+    from haystack.components.builders import PromptBuilder
+
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", to_haystack_component(retriever, **options))
+    pipeline.add_component(
+        "prompt",
+        PromptBuilder(template="{% for d in documents %}{{ d.content }}\n{% endfor %}",
+                      required_variables=["documents"]),
+    )  # fmt: skip
+    pipeline.connect("retriever.documents", "prompt.documents")
+    return pipeline
+
+
+HAYSTACK_RUN = {"retriever": {"query": "lava glacier report", "top_k": 3}}
+ALLOWED = ["ragtools.retrieval.integrations"]
+
+
+def test_haystack_pipeline_dumps_and_loads(tagged_index: Index, tmp_path: Path) -> None:
+    import subprocess
+
+    from haystack import Pipeline
+    from haystack.core.errors import DeserializationError
+
+    retriever = HybridRetriever.from_index(
+        tagged_index, k=5, min_score=0.01, expand={"mode": "neighbors", "window": 0}
+    )
+    filters = {"field": "meta.page", "operator": ">=", "value": 8}
+    pipeline = _haystack_pipeline(retriever, top_k=4, filters=filters)
+    text = pipeline.dumps()  # type: ignore[attr-defined]
+    assert str(tagged_index.path) in text and "kind: hybrid" in text
+    loaded = Pipeline.loads(text, allowed_modules=ALLOWED)
+    assert loaded.dumps() == text
+    expected = pipeline.run(HAYSTACK_RUN, include_outputs_from={"retriever"})  # type: ignore[attr-defined]
+    got = loaded.run(HAYSTACK_RUN, include_outputs_from={"retriever"})
+    assert got == expected
+    assert len(got["retriever"]["documents"]) == 3
+    assert all(d.meta["page"] >= 8 for d in got["retriever"]["documents"])
+    with pytest.raises(DeserializationError, match="allowlist"):  # Haystack's own safety rule
+        Pipeline.loads(text)
+
+    # a fresh interpreter: Haystack imports our module from the name in the file
+    (tmp_path / "pipeline.yaml").write_text(text, encoding="utf-8")
+    script = (
+        "import json, sys\n"
+        "from haystack import Pipeline\n"
+        "p = Pipeline.loads(open(sys.argv[1]).read(), allowed_modules=sys.argv[2:])\n"
+        f"r = p.run({HAYSTACK_RUN!r})\n"
+        "print(json.dumps(r['prompt']['prompt']))\n"
+    )
+    env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "pipeline.yaml"), *ALLOWED],
+        capture_output=True, text=True, env=env, timeout=300, check=True,
+    )  # fmt: skip
+    assert proc.stdout.strip() == json_dumps(expected["prompt"]["prompt"])
+
+
+def json_dumps(value: object) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def test_haystack_settings_name_what_cannot_be_saved(tagged_index: Index) -> None:
+    from ragtools.retrieval.rerank import MMRReranker
+
+    class Custom:
+        def invoke(self, query: str, **options: object) -> list[Hit]:
+            return []
+
+    with pytest.raises(ConfigError, match="a Custom cannot be written as settings"):
+        _haystack_pipeline(Custom()).dumps()  # type: ignore[attr-defined]
+    reranked = HybridRetriever.from_index(
+        tagged_index, reranker=MMRReranker(embedder=FakeEmbedder(dim=8))
+    )
+    with pytest.raises(ConfigError, match="with a reranker \\(MMRReranker\\)"):
+        _haystack_pipeline(reranked).dumps()  # type: ignore[attr-defined]
+
+
+def test_retriever_settings_round_trip_and_refuse_unknown_keys(tagged_index: Index) -> None:
+    from ragtools.retrieval.retriever_config import retriever_config, retriever_from_config
+
+    for retriever in (
+        KeywordRetriever(tagged_index, k=3),
+        HybridRetriever.from_index(tagged_index, k=4, fusion="rrf", candidate_k=50),
+    ):
+        config = retriever_config(retriever)
+        rebuilt = retriever_from_config(config)
+        assert type(rebuilt) is type(retriever) and retriever_config(rebuilt) == config
+        assert _ids(rebuilt.invoke("lava report")) == _ids(retriever.invoke("lava report"))
+    with pytest.raises(ConfigError, match=r"unknown keyword retriever settings \['model'\]"):
+        retriever_from_config({"kind": "keyword", "index": str(tagged_index.path), "model": "x"})
+    with pytest.raises(ConfigError, match="kind of keyword, vector, hybrid, got kind 'bm25'"):
+        retriever_from_config({"kind": "bm25", "index": str(tagged_index.path)})

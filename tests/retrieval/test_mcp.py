@@ -74,13 +74,30 @@ def other_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def expected(index_path: Path, query: str) -> tuple[str, list[dict[str, Any]]]:
-    """What the in-process retriever tool returns: (content, hits as JSON)."""
+FILE_KEYS = ("path", "mtime", "size")
+
+
+def expected(
+    index_path: Path, query: str, keep: tuple[str, ...] = ()
+) -> tuple[str, list[dict[str, Any]]]:
+    """What the in-process retriever tool returns: (content, hits as JSON), the hits' chunk
+    metadata without the file keys the server hides (all but ``keep``)."""
     retriever = HybridRetriever.from_index(Index.open(index_path), k=5)
     tool = create_retriever_tool(retriever, "search_docs", "Search the docs.")
     call = {"name": "search_docs", "args": {"query": query}, "id": "1", "type": "tool_call"}
     message = tool.invoke(call)
-    return message.content, [hit.model_dump(mode="json") for hit in message.artifact]
+    hits = [hit.model_dump(mode="json") for hit in message.artifact]
+    for hit in hits:
+        for key in set(FILE_KEYS) - set(keep):
+            del hit["chunk"]["metadata"][key]
+    return message.content, hits
+
+
+def no_directory_in(text: str, *folders: Path) -> bool:
+    """True when ``text`` names none of ``folders`` (as given or resolved) nor any absolute
+    POSIX path of theirs."""
+    names = {str(f) for f in folders} | {str(f.resolve()) for f in folders}
+    return not any(name in text for name in names)
 
 
 def stdio_client(*args: str) -> Client:
@@ -128,9 +145,18 @@ def test_tools_schema_content_and_hits_over_stdio(index_path: Path, other_index:
 
     described = listing.structured_content["indexes"]
     assert [entry["tool"] for entry in described] == ["docs", "search_geology"]
-    info = json.loads(json.dumps(Index.open(index_path).info(), default=str))
-    assert described[0]["info"] == info
-    assert described[0]["info"]["counts"]["files"] == 4
+    summary = described[0]["summary"]
+    assert summary["index"] == "docs index"
+    assert summary["counts"] == Index.open(index_path).info()["counts"]
+    assert summary["counts"]["files"] == 4
+    assert summary["files"] == {
+        "indexed": {"txt": 2, "md": 1, "pdf": 1},
+        "skipped": {},
+        "failed": {},
+    }
+    assert sorted(summary["sources"]) == sorted(
+        Path(p).name for p in Index.open(index_path).sources
+    )
 
 
 def test_bad_arguments_are_tool_errors_and_the_server_stays_up(index_path: Path) -> None:
@@ -259,8 +285,9 @@ def test_resources_and_default_names_in_process(index_path: Path) -> None:
     assert search.description == "Project docs."
     assert search.annotations.read_only_hint is True
     assert [r.uri for r in resources.resources] == ["rag://index/search_docs_index"]
-    info = json.loads(read.contents[0].text)
-    assert info == json.loads(json.dumps(Index.open(index_path).info(), default=str))
+    summary = json.loads(read.contents[0].text)
+    assert summary["counts"] == Index.open(index_path).info()["counts"]
+    assert summary["files"]["indexed"] == {"txt": 2, "md": 1, "pdf": 1}
     assert "elsewhere" in missing.message
 
 
@@ -376,6 +403,71 @@ def test_streamable_http_on_loopback(http_server: str, index_path: Path) -> None
     assert [tool.name for tool in tools.tools] == ["docs", LIST_TOOL]
     content, hits = expected(index_path, "magma crust")
     assert text_of(result) == content and result.structured_content == {"hits": hits}
+
+
+def test_no_directory_of_this_machine_reaches_the_model(
+    docs: Path, pdf_dir: Path, tmp_path: Path
+) -> None:
+    """Search content, structured hits, list_indexes and the resource name no absolute path,
+    mtime or size; files are counted by type; --show-metadata opts in by name."""
+    folder = tmp_path / "site"
+    (folder / "img").mkdir(parents=True)
+    for name in ("bees.txt", "tides.md"):
+        (folder / name).write_bytes((docs / name).read_bytes())
+    for i in range(3):
+        (folder / "img" / f"figure-{i}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (folder / "bad.json").write_text('{"unclosed": ', encoding="utf-8")
+    out = tmp_path / "site-index"
+    Index.build([folder, pdf_dir / "google-doc-document.pdf"], out, vector=False)
+    index = Index.open(out)
+    assert len(index.skipped) == 3 and len(index.failures) == 1
+    mtimes = {str(c.metadata["mtime"]) for c in index.chunks}
+
+    def leaks(text: str) -> list[str]:
+        """Directories of this machine anywhere, and the file keys as JSON keys."""
+        found = [t for t in (str(folder), str(out), str(pdf_dir), str(tmp_path)) if t in text]
+        return found + [key for key in FILE_KEYS if f'"{key}"' in text]
+
+    async def session(*options: str) -> tuple[Any, Any, Any, Any]:
+        async with stdio_client(str(out), "--name", "site", *options) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("site", {"query": "waggle dance of honey bees"})
+            listing = await client.call_tool(LIST_TOOL, {})
+            resource = await client.read_resource("rag://index/site")
+            return tools, result, listing, resource
+
+    tools, result, listing, resource = run(session)
+    description = tools.tools[0].description
+    assert "bees.txt" in description and ".png" not in description  # what is searchable
+    content, hits = expected(out, "waggle dance of honey bees")
+    assert text_of(result) == content and result.structured_content == {"hits": hits}
+    assert "bees.txt" in content
+    everything = [
+        description,
+        content,
+        json.dumps(result.structured_content),
+        text_of(listing),
+        json.dumps(listing.structured_content),
+        resource.contents[0].text,
+    ]
+    for text in everything:
+        assert not leaks(text), (leaks(text), text[:400])
+    assert not any(mtime in content for mtime in mtimes)
+    summary = listing.structured_content["indexes"][0]["summary"]
+    assert summary["files"] == {
+        "indexed": {"md": 1, "pdf": 1, "txt": 1},
+        "skipped": {"png": 3},
+        "failed": {"json": 1},
+    }
+    assert sorted(summary["sources"]) == ["google-doc-document.pdf", "site"]
+    assert len(text_of(listing)) < 4000  # a summary, however many files
+
+    _, shown, _, _ = run(lambda: session("--show-metadata", "path"))
+    path = shown.structured_content["hits"][0]["chunk"]["metadata"]["path"]
+    assert path == str(folder / "bees.txt")
+    assert "mtime" not in shown.structured_content["hits"][0]["chunk"]["metadata"]
+    with pytest.raises(ConfigError, match=r"show_metadata names \['source'\]"):
+        build_server([out], show_metadata=["source"])
 
 
 # --------------------------------------------------------------------------- real model

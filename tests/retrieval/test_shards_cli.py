@@ -55,6 +55,11 @@ def test_build_search_and_info_on_shards(docs: Path, tmp_path: Path) -> None:
     info = json.loads(rag("info", str(many), "--json").stdout)
     assert [s["chunks"] for s in info["shards"]] and sum(s["chunks"] for s in info["shards"]) == 24
     assert info["counts"]["shards"] == 3
+    assert info["counts"]["documents"] == 24 and info["counts"]["vectors"] == 0
+    printed = {line[:10].strip(): line[10:] for line in rag("info", str(many)).stdout.splitlines()}
+    alone = {line[:10].strip(): line[10:] for line in rag("info", str(one)).stdout.splitlines()}
+    assert printed["chunks"] == alone["chunks"] == "24 from 24 documents"
+    assert printed["vectors"] == alone["vectors"] == "0"
 
 
 def test_ray_without_shards_is_refused(docs: Path, tmp_path: Path) -> None:
