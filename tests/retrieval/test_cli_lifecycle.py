@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from importlib.metadata import version
@@ -154,7 +155,7 @@ def test_gitignored_files_caches_and_images_are_skipped_not_failed(tmp_path: Pat
 
 def test_failed_files_print_once_with_the_path_once(tmp_path: Path, pdf_dir: Path) -> None:
     docs, index = corpus(tmp_path / "docs"), tmp_path / "index"
-    (docs / "locked.pdf").symlink_to(pdf_dir / "aes-256-r6.pdf")
+    shutil.copyfile(pdf_dir / "aes-256-r6.pdf", docs / "locked.pdf")
     proc = rag("build", str(docs), "--out", str(index), "--no-vector")
     assert "(0 skipped, 1 failed)" in proc.stdout
     locked = str(docs.resolve() / "locked.pdf")
