@@ -20,9 +20,9 @@ explicitly (not a folder) is always taken.
 
 **A build stays inside its root.** A symbolic link whose target lies inside the folder is
 followed as any entry; one leaving it (``notes -> /etc``, ``key.txt -> ~/.ssh/id_rsa``) is
-skipped with a reason unless ``Selection(follow_links=True)`` (``rag build --follow-links``),
-as ``tar``, ``rsync`` and git keep to the tree they are given. A ``.gitignore`` that is a
-symbolic link is not read, as git (2.32 and later) does not.
+skipped with a reason unless ``Selection(follow_links=True)`` (``rag build --follow-links``):
+git, ``tar`` and ``rsync`` too keep a link as a link by default, not what it points to.
+A ``.gitignore`` that is a symbolic link is not read, as git (2.32 and later) does not.
 
 **Patterns match in time linear in the path.** ``.gitignore`` files come with cloned
 repositories, content the user does not control, and Python's backtracking ``re`` takes
@@ -32,9 +32,10 @@ backend), an automaton with no backtracking, after runs of three or more ``*`` a
 ``**`` (git reads them so). Translating a pattern is itself superlinear in its length, so
 a pattern longer than :data:`MAX_PATTERN_CHARS` is refused (:class:`ConfigError` for one
 given to :class:`Selection` or a filter; a ``.gitignore`` line is left out with a
-WARNING), and a ``.gitignore`` larger than :data:`MAX_IGNORE_BYTES` is not applied (a
-WARNING), as git itself does past 100 MiB. A set of patterns too large for one RE2
-automaton is matched one RE2 pattern at a time: slower, still linear.
+WARNING), and a ``.gitignore`` larger than :data:`MAX_IGNORE_BYTES` or with more than
+:data:`MAX_IGNORE_PATTERNS` patterns is not applied (a WARNING), as git itself does past
+100 MiB. A set of patterns too large for one RE2 automaton is matched one RE2 pattern at a
+time: slower, still linear.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ from ragtools.parsers.errors import ConfigError
 
 __all__ = [
     "BYTECODE_CACHE",
+    "LEAVES_ROOT",
     "MAX_IGNORE_BYTES",
+    "MAX_IGNORE_PATTERNS",
     "MAX_PATTERN_CHARS",
     "Patterns",
     "Selection",
@@ -75,8 +78,13 @@ takes (``PATH_MAX``), so no pattern a person writes comes near it, while transla
 pattern to a regular expression costs more than linear time in its length."""
 
 MAX_IGNORE_BYTES = 1024 * 1024
-"""A ``.gitignore`` larger than this is not applied (a WARNING says so). Real ones are a few
-kilobytes; every path below the file is matched against each of its patterns."""
+"""A ``.gitignore`` larger than this is not applied (a WARNING says so): it is not read."""
+
+MAX_IGNORE_PATTERNS = 2000
+"""A ``.gitignore`` with more patterns than this is not applied (a WARNING says so). Real
+ones have tens to a few hundred; every path below the file is matched against each of its
+patterns, by one RE2 automaton while they fit in one (about this many), else one pattern
+at a time, which costs some microseconds per pattern and path."""
 
 LEAVES_ROOT = "symbolic link leaving the build root (pass --follow-links to follow it)"
 """Why a symbolic link whose target lies outside the folder being read is skipped."""
@@ -250,6 +258,15 @@ def _ignore_lines(path: Path) -> list[str] | None:
     except OSError:
         return None
     lines = [_cut_stars(line) for line in data.decode("utf-8", "replace").splitlines()]
+    count = sum(1 for line in lines if line.strip() and not line.startswith("#"))
+    if count > MAX_IGNORE_PATTERNS:
+        logger.warning(
+            "%s is not applied: %d patterns, over the %d a .gitignore may have",
+            path,
+            count,
+            MAX_IGNORE_PATTERNS,
+        )
+        return None
     for number, line in enumerate(lines, 1):
         if len(line) > MAX_PATTERN_CHARS:
             logger.warning(

@@ -18,6 +18,7 @@ from ragtools.parsers import ConfigError, Selection, load_dir
 from ragtools.parsers.selection import (
     LEAVES_ROOT,
     MAX_IGNORE_BYTES,
+    MAX_IGNORE_PATTERNS,
     MAX_PATTERN_CHARS,
     compile_patterns,
     select_files,
@@ -259,7 +260,7 @@ def test_pathological_patterns_match_quickly_and_rightly(pattern: str, miss: str
 
 def test_a_gitignore_of_pathological_lines_keeps_a_build_quick(tmp_path: Path) -> None:
     root = tmp_path / "clone"
-    lines = ["*" * 16 + "a", "*c" * 25 + "d"] * 1500 + ["*" * 3000 + "b"]  # past one RE2 set
+    lines = ["*" * 16 + "a", "*c" * 25 + "d"] * 999 + ["*" * 3000 + "b"]  # past one RE2 set
     write(root, ".gitignore", "\n".join(lines) + "\n")
     write(root, "keep.txt")
     write(root, "data", "x\n")
@@ -299,6 +300,22 @@ def test_an_overlarge_gitignore_is_not_applied_with_a_warning(
         files, _ = select_files(root)
     assert names(files, root) == ["b.log"]
     assert f"{root / '.gitignore'} is not applied" in caplog.text
+
+
+def test_a_gitignore_of_too_many_patterns_is_not_applied_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "clone"
+    patterns = [f"*.x{i}" for i in range(MAX_IGNORE_PATTERNS)]
+    write(root, ".gitignore", "\n".join(["# comments are no patterns", *patterns, ""]))
+    write(root, "a.x1")
+    assert names(select_files(root)[0], root) == []  # at the limit: applied
+    write(root, ".gitignore", "\n".join([*patterns, "*.log", ""]))
+    with caplog.at_level(logging.WARNING, logger="ragtools.parsers.selection"):
+        files, _ = select_files(root)
+    assert names(files, root) == ["a.x1"]
+    told = f"{root / '.gitignore'} is not applied: {MAX_IGNORE_PATTERNS + 1} patterns"
+    assert told in caplog.text
 
 
 def test_an_overlong_pattern_is_a_config_error_naming_the_limit() -> None:
