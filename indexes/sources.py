@@ -1,9 +1,10 @@
 """Which files an index is built from, and whether they changed since the last build.
 
 A source is a file or a directory. Directories are walked by :func:`parsers.select_files`
-(hidden entries, ``__pycache__`` and ``.gitignore``d paths skipped; include and exclude
-patterns), with the :class:`~parsers.Selection` recorded in the manifest, so that an update
-selects what the build selected. Each file gets a fingerprint, its size and SHA-256, stored
+(hidden entries, ``__pycache__``, ``.gitignore``d paths and symbolic links leaving the
+directory skipped, unless ``follow_links``; include and exclude patterns), with the
+:class:`~parsers.Selection` recorded in the manifest, so that an update selects what the
+build selected. Each file gets a fingerprint, its size and SHA-256, stored
 in the manifest; ``Index.update`` re-parses only files whose fingerprint differs, so editing
 one file of a thousand parses one file. Parsing itself is :func:`parsers.load_files`
 (parallel where it pays; a bad file is an entry in the failures, never the end of the batch).

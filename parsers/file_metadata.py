@@ -8,6 +8,10 @@
   reads the citation).
 * ``path`` is the absolute path, for the application (open the file, re-parse it); it is
   never part of what the retriever tool shows a model.
+
+Both name the file as it was walked, symbolic links not resolved: a link ``inner.txt`` to
+``sub/b.txt`` is a file of its own (``source`` ``inner.txt``), as ``find`` lists it, and an
+index finds its chunks under the path it selected (resolving made them ``sub/b.txt``'s).
 * ``file_type`` is the format's usual suffix without the dot (``pdf``, ``md``, ``html``,
   ``txt``, ``docx``...): the suffix, spelt the common way (``.htm`` is ``html``,
   ``.markdown`` is ``md``), or, for a file parsed by content (a PDF saved as ``.txt``),
@@ -67,17 +71,20 @@ def source_name(given: str | os.PathLike[str], root: str | os.PathLike[str] | No
     """
     path = Path(os.fspath(given))
     if root is not None:
-        try:
-            return path.resolve().relative_to(Path(os.fspath(root)).resolve()).as_posix()
-        except ValueError:  # not under the root (a symbolic link out of it): its name
-            return path.name
+        for file, base in (
+            (Path(os.path.abspath(path)), Path(os.path.abspath(root))),  # as walked
+            (path.resolve(), Path(os.fspath(root)).resolve()),  # one spelt through a link
+        ):
+            if file.is_relative_to(base):
+                return file.relative_to(base).as_posix()
+        return path.name  # not under the root
     return path.name if path.is_absolute() else os.fspath(given)
 
 
 def file_metadata(file: Path, spec: ParserSpec, stat: os.stat_result) -> dict[str, JsonValue]:
     """``path``, ``file_type``, ``mtime`` and ``size`` of ``file`` (``stat`` is its stat)."""
     return {
-        "path": str(file.resolve()),
+        "path": os.path.abspath(file),
         "file_type": file_type(file, spec),
         "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stat.st_mtime)),
         "size": stat.st_size,

@@ -6,9 +6,10 @@ wrapped at this boundary with the path in the message, so callers need one ``exc
 
 :func:`load_dir` never raises for a file: each failure becomes a :class:`FileError` and the
 batch goes on. Hidden files and directories, ``__pycache__``, what ``.gitignore`` files
-ignore (:mod:`parsers.selection`), empty files, files over ``max_bytes``, files no parser
-recognises (by suffix or content) and anything but regular files (FIFOs, devices, sockets:
-reading them blocks or never ends) are skipped, each with a reason: skipped is not failed.
+ignore, symbolic links leaving the folder (:mod:`parsers.selection`), empty files, files
+over ``max_bytes``, files no parser recognises (by suffix or content) and anything but
+regular files (FIFOs, devices, sockets: reading them blocks or never ends) are skipped,
+each with a reason: skipped is not failed.
 Sizes are bounded before anything is read: a file's ``stat`` size over ``max_bytes``
 (:data:`DEFAULT_MAX_BYTES`) is refused unopened by :func:`load` (a ``ParseError`` naming the
 file and the limit; the keyword raises it) and skipped with that reason by :func:`load_dir`.
@@ -307,8 +308,9 @@ def load_dir(
         show_progress: a progress bar on stderr; ``None`` shows it only on a terminal.
         max_bytes: larger files are skipped.
         selection: which files of the tree to read (:class:`~parsers.selection.Selection`:
-            include/exclude patterns, ``.gitignore``); hidden entries and ``__pycache__``
-            are always skipped.
+            include/exclude patterns, ``.gitignore``, ``follow_links``); hidden entries and
+            ``__pycache__`` are always skipped, and symbolic links leaving ``root`` unless
+            ``follow_links``.
         password: for encrypted PDFs.
         time_budget: seconds one file may take to parse (``None``: no limit); a file over
             it is stopped and becomes an entry of ``errors``.

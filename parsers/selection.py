@@ -17,11 +17,32 @@ Patterns use the ``.gitignore`` syntax (``*.md`` at any depth, ``docs/*.md`` und
 ``build/`` a directory), matched with ``pathspec``, the library pip and black use for it.
 An ignored or excluded directory is one skipped entry: it is not walked. A file named
 explicitly (not a folder) is always taken.
+
+**A build stays inside its root.** A symbolic link whose target lies inside the folder is
+followed as any entry; one leaving it (``notes -> /etc``, ``key.txt -> ~/.ssh/id_rsa``) is
+skipped with a reason unless ``Selection(follow_links=True)`` (``rag build --follow-links``):
+git, ``tar`` and ``rsync`` too keep a link as a link by default, not what it points to.
+A ``.gitignore`` that is a symbolic link is not read, as git (2.32 and later) does not.
+
+**Patterns match in time linear in the path.** ``.gitignore`` files come with cloned
+repositories, content the user does not control, and Python's backtracking ``re`` takes
+exponential time on patterns such as ``*a*a*a…*b`` (what ``pathspec`` compiles them to by
+default). Patterns are therefore matched by RE2 (``google-re2``, pathspec's ``re2``
+backend), an automaton with no backtracking, after runs of three or more ``*`` are cut to
+``**`` (git reads them so). Translating a pattern is itself superlinear in its length, so
+a pattern longer than :data:`MAX_PATTERN_CHARS` is refused (:class:`ConfigError` for one
+given to :class:`Selection` or a filter; a ``.gitignore`` line is left out with a
+WARNING), and a ``.gitignore`` larger than :data:`MAX_IGNORE_BYTES` or with more than
+:data:`MAX_IGNORE_PATTERNS` patterns is not applied (a WARNING), as git itself does past
+100 MiB. A set of patterns too large for one RE2 automaton is matched one RE2 pattern at a
+time: slower, still linear.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,29 +50,135 @@ from pathlib import Path
 from typing import Any
 
 import pathspec
+import re2
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from ragtools.parsers.errors import ConfigError
 
-__all__ = ["BYTECODE_CACHE", "Selection", "select_files"]
+__all__ = [
+    "BYTECODE_CACHE",
+    "LEAVES_ROOT",
+    "MAX_IGNORE_BYTES",
+    "MAX_IGNORE_PATTERNS",
+    "MAX_PATTERN_CHARS",
+    "Patterns",
+    "Selection",
+    "compile_patterns",
+    "select_files",
+]
+
+logger = logging.getLogger(__name__)
 
 BYTECODE_CACHE = "__pycache__"
 GITIGNORE = ".gitignore"
 
+MAX_PATTERN_CHARS = 4096
+"""Longest pattern accepted, after runs of ``*`` are cut: as long as the longest path Linux
+takes (``PATH_MAX``), so no pattern a person writes comes near it, while translating a
+pattern to a regular expression costs more than linear time in its length."""
+
+MAX_IGNORE_BYTES = 1024 * 1024
+"""A ``.gitignore`` larger than this is not applied (a WARNING says so): it is not read."""
+
+MAX_IGNORE_PATTERNS = 2000
+"""A ``.gitignore`` with more patterns than this is not applied (a WARNING says so). Real
+ones have tens to a few hundred; every path below the file is matched against each of its
+patterns, by one RE2 automaton while they fit in one (about this many), else one pattern
+at a time, which costs some microseconds per pattern and path."""
+
+LEAVES_ROOT = "symbolic link leaving the build root (pass --follow-links to follow it)"
+"""Why a symbolic link whose target lies outside the folder being read is skipped."""
+
 Skipped = tuple[str, str]
 
+_STAR_RUN = re.compile(r"\\.|\*{3,}")
 
-def _compile(patterns: Sequence[str], what: str) -> pathspec.GitIgnoreSpec | None:
+
+def _cut_stars(pattern: str) -> str:
+    """``pattern`` with each run of three or more unescaped ``*`` cut to ``**``.
+
+    git reads such a run as ``**`` (a whole path part: any depth) or as ``*`` (inside a
+    part), and so does pathspec with ``**``; a run of thousands would otherwise become as
+    many wildcards in the compiled expression.
+    """
+    return _STAR_RUN.sub(lambda m: m.group() if m.group().startswith("\\") else "**", pattern)
+
+
+def _matchable(path: str) -> str:
+    """``path`` as RE2 can take it: a name that is not UTF-8 (``caf\\xe9.txt``, held by Python
+    as a lone surrogate) has each undecodable byte read as U+FFFD, one character, as ``?``
+    sees it in git."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return path
+
+
+@dataclass(frozen=True)
+class Patterns:
+    """Compiled ``.gitignore``-style patterns (:func:`compile_patterns`), matched by RE2."""
+
+    spec: pathspec.GitIgnoreSpec
+
+    def match(self, path: str) -> bool:
+        """True when ``path`` (``/``-separated, relative; a folder ends with ``/``) matches."""
+        return bool(self.spec.match_file(_matchable(path)))
+
+    def decide(self, path: str) -> bool | None:
+        """``True`` ignored, ``False`` re-included by a ``!`` line, ``None`` no line matched."""
+        return self.spec.check_file(_matchable(path)).include
+
+
+def _one_at_a_time(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    """The patterns as pathspec's simple backend runs them, each an RE2 expression of its
+    own: for a set too large for one RE2 automaton (a few thousand patterns)."""
+    patterns = []
+    for line in lines:
+        regex, include = GitIgnoreSpecPattern.pattern_to_regex(line)
+        if regex is not None and include is not None:
+            patterns.append(GitIgnoreSpecPattern(re2.compile(regex), include))
+    return pathspec.GitIgnoreSpec(patterns, backend="simple")
+
+
+def compile_patterns(lines: Iterable[str], what: str) -> Patterns:
+    """``.gitignore``-syntax ``lines`` compiled for matching in time linear in the path.
+
+    Args:
+        lines: the patterns (blank lines and ``#`` comments are no patterns).
+        what: what they are, for messages (``"exclude pattern"``, ``"$glob at filter.path"``).
+
+    Raises:
+        ConfigError: a pattern longer than :data:`MAX_PATTERN_CHARS`, or one pathspec
+            cannot read (a lone trailing backslash).
+    """
+    cut = [_cut_stars(line) for line in lines]
+    for line in cut:
+        if len(line) > MAX_PATTERN_CHARS:
+            msg = (
+                f"{what} {line[:40]!r}... is {len(line)} characters long; patterns of at "
+                f"most {MAX_PATTERN_CHARS} characters are matched (runs of * count as one)"
+            )
+            raise ConfigError(msg)
+    try:
+        try:
+            spec = pathspec.GitIgnoreSpec.from_lines(cut, backend="re2")
+        except re2.error:
+            spec = _one_at_a_time(cut)
+    except (ValueError, TypeError, re2.error) as exc:
+        msg = f"invalid {what} in {list(cut)!r} ({exc}); use .gitignore syntax"
+        raise ConfigError(msg) from exc
+    return Patterns(spec)
+
+
+def _compile(patterns: Sequence[str], what: str) -> Patterns | None:
     if not patterns:
         return None
     for pattern in patterns:
         if not isinstance(pattern, str) or not pattern.strip():
             msg = f"{what} patterns must be non-empty strings, got {pattern!r}"
             raise ConfigError(msg)
-    try:
-        return pathspec.GitIgnoreSpec.from_lines(patterns)
-    except (ValueError, TypeError) as exc:
-        msg = f"invalid {what} pattern in {list(patterns)!r} ({exc}); use .gitignore syntax"
-        raise ConfigError(msg) from exc
+    return compile_patterns(patterns, f"{what} pattern")
 
 
 @dataclass(frozen=True)
@@ -63,11 +190,14 @@ class Selection:
         include: ``.gitignore``-style patterns; when given, only matching files are read.
         exclude: ``.gitignore``-style patterns of files and folders to skip.
         gitignore: honour ``.gitignore`` files.
+        follow_links: follow symbolic links that leave the folder (by default they are
+            skipped with a reason; links inside it are always followed).
     """
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     gitignore: bool = True
+    follow_links: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "include", tuple(self.include))
@@ -81,17 +211,20 @@ class Selection:
             "include": list(self.include),
             "exclude": list(self.exclude),
             "gitignore": self.gitignore,
+            "follow_links": self.follow_links,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Selection:
-        """Rules read back from :meth:`to_json`; ``None`` (older manifests) is the default."""
+        """Rules read back from :meth:`to_json`; ``None`` (older manifests) is the default,
+        and so is a missing ``follow_links`` (manifests written before it existed)."""
         if not data:
             return cls()
         return cls(
             include=tuple(data.get("include", ())),
             exclude=tuple(data.get("exclude", ())),
             gitignore=bool(data.get("gitignore", True)),
+            follow_links=bool(data.get("follow_links", False)),
         )
 
 
@@ -101,20 +234,61 @@ class _Ignore:
 
     base: str
     file: str
-    spec: pathspec.GitIgnoreSpec
+    patterns: Patterns
+
+
+def _ignore_lines(path: Path) -> list[str] | None:
+    """The lines of the ``.gitignore`` at ``path``, or ``None`` when it is not applied: not
+    there, not a regular file (a symbolic link, as git, or a FIFO, which would block),
+    unreadable, or larger than :data:`MAX_IGNORE_BYTES`."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if info.st_size > MAX_IGNORE_BYTES:
+            logger.warning(
+                "%s is not applied: %d bytes, over the %d a .gitignore may have",
+                path,
+                info.st_size,
+                MAX_IGNORE_BYTES,
+            )
+            return None
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_IGNORE_BYTES + 1)
+    except OSError:
+        return None
+    lines = [_cut_stars(line) for line in data.decode("utf-8", "replace").splitlines()]
+    count = sum(1 for line in lines if line.strip() and not line.startswith("#"))
+    if count > MAX_IGNORE_PATTERNS:
+        logger.warning(
+            "%s is not applied: %d patterns, over the %d a .gitignore may have",
+            path,
+            count,
+            MAX_IGNORE_PATTERNS,
+        )
+        return None
+    for number, line in enumerate(lines, 1):
+        if len(line) > MAX_PATTERN_CHARS:
+            logger.warning(
+                "%s, line %d is left out: %d characters, over the %d a pattern may have",
+                path,
+                number,
+                len(line),
+                MAX_PATTERN_CHARS,
+            )
+            lines[number - 1] = ""
+    return lines
 
 
 def _read_ignore(directory: Path, shown: Path) -> _Ignore | None:
-    path = directory / GITIGNORE
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+    lines = _ignore_lines(directory / GITIGNORE)
+    if lines is None:
         return None
     try:
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
-    except (ValueError, TypeError):  # git ignores what it cannot parse; so do we
+        patterns = compile_patterns(lines, str(shown / GITIGNORE))
+    except ConfigError:  # git ignores what it cannot parse; so do we
         return None
-    return _Ignore(str(directory.resolve()), str(shown / GITIGNORE), spec)
+    return _Ignore(str(directory.resolve()), str(shown / GITIGNORE), patterns)
 
 
 def _enclosing_ignores(root: Path) -> list[_Ignore]:
@@ -139,14 +313,19 @@ def _ignored_by(ignores: Sequence[_Ignore], absolute: str, is_dir: bool) -> str 
         if not absolute.startswith(ignore.base + os.sep):
             continue
         relative = absolute[len(ignore.base) + 1 :].replace(os.sep, "/")
-        result = ignore.spec.check_file(relative + "/" if is_dir else relative)
-        if result.include is not None:
-            return ignore.file if result.include else None
+        decided = ignore.patterns.decide(relative + "/" if is_dir else relative)
+        if decided is not None:
+            return ignore.file if decided else None
     return None
 
 
-def _excluded(spec: pathspec.GitIgnoreSpec | None, relative: str, is_dir: bool) -> bool:
-    return spec is not None and spec.match_file(relative + "/" if is_dir else relative)
+def _excluded(patterns: Patterns | None, relative: str, is_dir: bool) -> bool:
+    return patterns is not None and patterns.match(relative + "/" if is_dir else relative)
+
+
+def _leaves(path: str, root: str) -> bool:
+    """True when ``path`` is a symbolic link whose target lies outside ``root`` (resolved)."""
+    return os.path.islink(path) and not Path(os.path.realpath(path)).is_relative_to(root)
 
 
 def select_files(
@@ -159,7 +338,8 @@ def select_files(
 
     Returns:
         ``(files, skipped)``: ``skipped`` holds ``(path, reason)`` for every hidden,
-        cached, ignored or excluded file or folder, and every broken symbolic link.
+        cached, ignored or excluded file or folder, every broken symbolic link, and every
+        symbolic link leaving ``root`` (unless ``selection.follow_links``).
     """
     rules = selection or Selection()
     base = Path(os.fspath(root))
@@ -168,6 +348,7 @@ def select_files(
     include = _compile(rules.include, "include")
     exclude = _compile(rules.exclude, "exclude")
     ignores = _enclosing_ignores(base) if rules.gitignore else []
+    inside = None if rules.follow_links else os.path.realpath(base)
     files: list[tuple[str, Path]] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
@@ -178,27 +359,32 @@ def select_files(
             dirs[:] = []
             continue
         seen.add(real)
-        if rules.gitignore and (here / GITIGNORE).is_file():
+        if rules.gitignore:
             found = _read_ignore(here, here)
             if found is not None:  # applies below ``here`` only: _ignored_by checks the prefix
                 ignores.append(found)
         at = here.relative_to(base).as_posix()
         kept = []
         for name in sorted(dirs):
-            reason = _skip_reason(os.path.join(real, name), _join(at, name), True, ignores, exclude)
+            absolute = os.path.join(real, name)
+            reason = _skip_reason(absolute, _join(at, name), True, ignores, exclude)
+            if reason is None and inside is not None and _leaves(absolute, inside):
+                reason = LEAVES_ROOT
             if reason is None:
                 kept.append(name)
             else:
                 skipped.append((str(here / name), reason))
         dirs[:] = kept  # os.walk descends only into these
         for name in names:
-            path, relative = here / name, _join(at, name)
-            reason = _skip_reason(os.path.join(real, name), relative, False, ignores, exclude)
+            path, relative, absolute = here / name, _join(at, name), os.path.join(real, name)
+            reason = _skip_reason(absolute, relative, False, ignores, exclude)
             if reason is not None:
                 skipped.append((str(path), reason))
             elif not path.exists():
                 skipped.append((str(path), "broken symbolic link"))
-            elif include is None or include.match_file(relative):
+            elif inside is not None and _leaves(absolute, inside):
+                skipped.append((str(path), LEAVES_ROOT))
+            elif include is None or include.match(relative):
                 files.append((relative, path))
     files.sort(key=lambda item: item[0])
     skipped.sort()
@@ -214,7 +400,7 @@ def _skip_reason(
     relative: str,
     is_dir: bool,
     ignores: Sequence[_Ignore],
-    exclude: pathspec.GitIgnoreSpec | None,
+    exclude: Patterns | None,
 ) -> str | None:
     name = relative.rsplit("/", 1)[-1]
     if name.startswith("."):

@@ -128,6 +128,13 @@ def add_selection(parser: argparse.ArgumentParser, recorded: bool) -> None:
         "--no-gitignore", action="store_true", help="read files that .gitignore files ignore"
     )
     parser.add_argument(
+        "--follow-links",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="follow symbolic links that leave a source folder; they are skipped otherwise "
+        + ("(default: as recorded in the index)" if recorded else "(default: skip them)"),
+    )
+    parser.add_argument(
         "--password",
         default=os.environ.get("RAG_PDF_PASSWORD"),
         help="password for encrypted PDFs (default: $RAG_PDF_PASSWORD)",

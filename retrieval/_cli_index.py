@@ -26,17 +26,30 @@ from ragtools.indexes.versions import (
 from ragtools.indexes.writer import UpdateReport
 from ragtools.parsers import Selection
 from ragtools.parsers.errors import ConfigError, IndexLoadError
-from ragtools.retrieval._cli_output import print_problems, show_progress
+from ragtools.retrieval._cli_output import emit, emit_text, print_problems, show_progress
 
 #: The settings ``rag build`` sets from its options; the others keep their defaults.
 CLI_SETTINGS = ("chunk_size", "chunk_overlap", "model", "precision", "vector", "keep_versions")
 
 
-def selection_of(args: argparse.Namespace) -> Selection | None:
-    """The selection given by ``--include``/``--exclude``/``--no-gitignore``, else ``None``."""
-    if not (args.include or args.exclude or args.no_gitignore):
+def selection_of(args: argparse.Namespace, recorded: Selection | None = None) -> Selection | None:
+    """The selection given by ``--include``/``--exclude``/``--no-gitignore``/
+    ``--follow-links``, else ``None``.
+
+    With ``recorded`` (``rag update``), ``--follow-links`` or ``--no-follow-links`` alone
+    keeps the recorded patterns and ``.gitignore`` setting, and ``--include``, ``--exclude``
+    or ``--no-gitignore`` keep the recorded link setting: each flag changes its own rule.
+    """
+    links = args.follow_links
+    if not (args.include or args.exclude or args.no_gitignore) and links is None:
         return None
-    return Selection(tuple(args.include or ()), tuple(args.exclude or ()), not args.no_gitignore)
+    if recorded is not None and not (args.include or args.exclude or args.no_gitignore):
+        return Selection(recorded.include, recorded.exclude, recorded.gitignore, links)
+    if links is None:
+        links = recorded.follow_links if recorded is not None else False
+    return Selection(
+        tuple(args.include or ()), tuple(args.exclude or ()), not args.no_gitignore, links
+    )
 
 
 def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -111,7 +124,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     in_shards = f" in {counts['shards']} shards" if "shards" in counts else ""
     replaced = counts.get("replaced", 0)  # lone surrogates the parsers replaced by U+FFFD
     in_text = f", {replaced} lone surrogates replaced by U+FFFD" if replaced else ""
-    print(
+    emit(
         f"built {out}: {counts.get('chunks')} chunks from {counts.get('files')} files"
         f"{in_shards} ({counts.get('skipped', 0)} skipped, {counts.get('failures')} failed"
         f"{in_text})"
@@ -121,7 +134,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _print_update(out: Path, report: UpdateReport) -> None:
-    print(
+    emit(
         f"updated {out}: {len(report.added)} added, {len(report.changed)} changed, "
         f"{len(report.removed)} removed, {report.unchanged} unchanged "
         f"({len(report.skipped)} skipped, {len(report.failures)} failed)"
@@ -132,7 +145,7 @@ def _print_update(out: Path, report: UpdateReport) -> None:
         ("removed", report.removed),
     ):
         for path in paths:
-            print(f"  {what:<8}{path}")
+            emit(f"  {what:<8}{path}")
     print_problems(report.failures, report.skipped)
 
 
@@ -141,7 +154,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     report = index.update(
         args.sources or None,
         show_progress=show_progress(quiet=args.quiet),
-        selection=selection_of(args),
+        selection=selection_of(args, index.selection),
         password=args.password,
     )
     _print_update(Path(args.index), report)
@@ -178,14 +191,14 @@ def _versions(root: Path) -> list[dict[str, Any]]:
 def cmd_versions(args: argparse.Namespace) -> int:
     rows = _versions(Path(args.index))
     if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        emit_text(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     for row in rows:
         mark = "*" if row["live"] else " "
         what = row.get("error") or (
             f"{row['files']} files, {row['chunks']} chunks  {', '.join(row['sources'])}"
         )
-        print(f"{mark} {row['version']}  {row['created']}  {what}")
+        emit(f"{mark} {row['version']}  {row['created']}  {what}")
     return 0
 
 
@@ -206,14 +219,14 @@ def cmd_rollback(args: argparse.Namespace) -> int:
             raise ConfigError(msg)
         target = older[-1]
     if target == live:
-        print(f"{root}: {live} is already live")
+        emit(f"{root}: {live} is already live")
         return 0
     if target not in names:
         msg = f"{root}: no version {target!r}; kept versions: {', '.join(names)}"
         raise ConfigError(msg)
     load_state(root / "versions" / target, mmap=True)  # a damaged version never goes live
     switch_version(root, target)
-    print(f"rolled back {root}: {target} is live (was {live})")
+    emit(f"rolled back {root}: {target} is live (was {live})")
     return 0
 
 
@@ -266,11 +279,11 @@ def _summary(index: Index) -> list[tuple[str, str]]:
 def cmd_info(args: argparse.Namespace) -> int:
     index = Index.open(args.index)
     if args.json:
-        print(json.dumps(index.info(), indent=2, ensure_ascii=False))
+        emit_text(json.dumps(index.info(), indent=2, ensure_ascii=False))
         return 0
     for label, value in _summary(index):
-        print(f"{label:<10}{value}")
+        emit(f"{label:<10}{value}")
     failures = index.failures
     if failures:
-        print(f"failed    {len(failures)} files (rag info --json lists them with the reasons)")
+        emit(f"failed    {len(failures)} files (rag info --json lists them with the reasons)")
     return 0

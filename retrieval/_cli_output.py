@@ -1,4 +1,4 @@
-"""What ``rag`` prints: logging set up for a terminal or a pipe, and one line per problem.
+r"""What ``rag`` prints: logging set up for a terminal or a pipe, and one line per problem.
 
 A command's results go to stdout; everything else (warnings, skipped and failed files,
 progress bars) goes to stderr. Progress bars appear only when stderr is a terminal and
@@ -9,14 +9,25 @@ bar and load reports of transformers, the download bars of huggingface_hub, Pyth
 raised inside libraries, and faiss's messages about which CPU build it loaded.
 ``--verbose`` raises only this package's loggers to DEBUG (and lets the others speak at
 their own levels).
+
+File names and file content are data from whoever made the files (a cloned repository, a
+downloaded archive): a name holding ESC can rewrite the terminal, one holding ``\r`` can
+hide the line it is on. So every line ``rag`` prints goes through :func:`emit`, which
+escapes C0 and C1 control characters and DEL with :func:`printable` (``\t``, ``\n``,
+``\r``, else ``\u001b``: the spelling of JSON, so JSON output stays valid JSON meaning
+the same), and log records are escaped by their formatter. Backslashes are left as they
+are, so Windows paths stay readable; a name that spells an escape itself (``a\u001b``)
+prints as a name holding the character would, as with git's quoted paths.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 from ragtools.parsers import FileError
 from ragtools.retrieval._cli_messages import cli_message
@@ -28,6 +39,50 @@ _QUIET_ENVIRONMENT = {
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
     "TOKENIZERS_PARALLELISM": "false",  # no fork warning from the Rust tokenizers
 }
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _SHORT.get(char) or f"\\u{ord(char):04x}"
+
+
+def printable(text: str) -> str:
+    r"""``text`` as one safe line: each C0 or C1 control character and DEL escaped.
+
+    Example:
+        >>> printable("a\rb\x1b[2Jc.txt")
+        'a\\rb\\u001b[2Jc.txt'
+    """
+    return _CONTROL.sub(_escape, text)
+
+
+def emit(*lines: str, err: bool = False, flush: bool = False) -> None:
+    r"""Print each of ``lines`` as one line, :func:`printable`, on stdout (stderr: ``err``).
+
+    A multi-line text is passed split (``emit(*text.split("\n"))``): a line break inside
+    one argument is data (a file name can hold one) and is escaped.
+    """
+    stream = sys.stderr if err else sys.stdout
+    for line in lines:
+        print(printable(line), file=stream, flush=flush)
+
+
+class _Printable(logging.Formatter):
+    """Escapes the message of a record (:func:`printable`) and each line of a traceback."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:
+        return "\n".join(map(printable, super().formatException(ei).split("\n")))
+
+    def formatStack(self, stack_info: str) -> str:
+        return "\n".join(map(printable, super().formatStack(stack_info).split("\n")))
 
 
 class _AboveBars(logging.Handler):
@@ -53,7 +108,7 @@ def configure(*, verbose: bool, quiet: bool) -> None:
         for name, value in _QUIET_ENVIRONMENT.items():
             os.environ.setdefault(name, value)
     handler = _AboveBars()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_Printable("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
@@ -84,5 +139,11 @@ def problem_lines(failures: Iterable[FileError], skipped: Iterable[tuple[str, st
 
 def print_problems(failures: Iterable[FileError], skipped: Iterable[tuple[str, str]]) -> None:
     """Print :func:`problem_lines` on stderr."""
-    for line in problem_lines(failures, skipped):
-        print(line, file=sys.stderr)
+    emit(*problem_lines(failures, skipped), err=True)
+
+
+def emit_text(text: str) -> None:
+    """Print a multi-line ``text`` (indented JSON, a Markdown report) on stdout, each line
+    :func:`printable`. JSON escapes C0 characters itself but writes C1 and DEL raw; their
+    ``\\u`` escapes keep it valid JSON."""
+    emit(*text.split("\n"))

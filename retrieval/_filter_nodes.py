@@ -16,9 +16,9 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
-import pathspec
 
 from ragtools.parsers.document import Chunk
+from ragtools.parsers.selection import compile_patterns
 
 Predicate: TypeAlias = Callable[[Any], bool]
 BoolArray: TypeAlias = npt.NDArray[np.bool_]
@@ -103,22 +103,28 @@ def _order_scalar(op: str, operand: float | str) -> Predicate:
     return lambda value: type(value) in kinds and value <= operand
 
 
-def _text_scalar(op: str, operand: str) -> Predicate:
+def _text_scalar(op: str, operand: str, where: str) -> Predicate:
     """``$prefix``, ``$glob`` and ``$contains`` (a substring); False for values that are not
     strings (list values are tested element by element by the node, so ``$contains`` finds a
     tag in a list too).
 
     ``$glob`` matches as the build's include and exclude patterns do (gitignore wildcards,
-    with ``pathspec``): ``*`` and ``?`` stay within one ``/``-separated part, ``**`` crosses
-    parts, and a pattern without ``/`` matches the last part at any depth (``*.md``). A
-    leading ``#`` or ``!`` is taken literally.
+    with ``pathspec``, in time linear in the value: :func:`parsers.selection.compile_patterns`):
+    ``*`` and ``?`` stay within one ``/``-separated part, ``**`` crosses parts, and a pattern
+    without ``/`` matches the last part at any depth (``*.md``). A leading ``#`` or ``!`` is
+    taken literally. A filter is evaluated per chunk, so a pattern that backtracked (``*a``
+    25 times, then ``b``) would cost minutes per search.
+
+    Raises:
+        ConfigError: a pattern longer than ``MAX_PATTERN_CHARS`` or not readable as one,
+            naming ``where``.
     """
     if op == "$prefix":
         return lambda value: type(value) is str and value.startswith(operand)
     if op == "$glob":
         literal = "\\" + operand if operand.startswith(("#", "!")) else operand
-        spec = pathspec.GitIgnoreSpec.from_lines([literal])
-        return lambda value: type(value) is str and spec.match_file(value)
+        patterns = compile_patterns([literal], where)
+        return lambda value: type(value) is str and patterns.match(value)
     return lambda value: value == operand or (type(value) is str and operand in value)
 
 

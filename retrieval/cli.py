@@ -31,7 +31,7 @@ from ragtools.retrieval._cli_args import (
     read_queries,
 )
 from ragtools.retrieval._cli_messages import cli_message
-from ragtools.retrieval._cli_output import configure
+from ragtools.retrieval._cli_output import configure, emit, emit_text
 from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.names import SEARCH_MODES, canonical_retriever
@@ -64,14 +64,15 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return _cli_index.cmd_build(args)
 
 
-def _render_hit(hit: Hit) -> str:
+def _render_hit(hit: Hit) -> tuple[str, str]:
+    """Two lines: rank, score and source; then the start of the text."""
     meta = hit.chunk.metadata
     where = str(meta.get("source", ""))
     if meta.get("page") is not None:
         where += f", page {meta['page']}"
     text = " ".join(hit.chunk.text.split())
     snippet = text[:240] + ("…" if len(text) > 240 else "")
-    return f"{hit.rank:>3}. {hit.score:.4f}  {where}\n     {snippet}"
+    return f"{hit.rank:>3}. {hit.score:.4f}  {where}", f"     {snippet}"
 
 
 def _decoded(argument: str) -> str:
@@ -94,15 +95,15 @@ def _cmd_search(args: argparse.Namespace) -> int:
         for record in read_queries(args.queries):
             hits = retriever.invoke(record["query"], k=args.k, filter=spec)
             answer = {**record, "hits": [hit.model_dump(mode="json") for hit in hits]}
-            print(json_text(answer), flush=True)
+            emit(json_text(answer), flush=True)
         return 0
     hits = retriever.invoke(_decoded(args.query), k=args.k, filter=spec)
     if args.json:
-        print(json_text([hit.model_dump(mode="json") for hit in hits]))
+        emit(json_text([hit.model_dump(mode="json") for hit in hits]))
     elif not hits:
-        print("no results")
+        emit("no results")
     else:
-        print("\n".join(_render_hit(hit) for hit in hits))
+        emit(*(line for hit in hits for line in _render_hit(hit)))
     return 0
 
 
@@ -132,7 +133,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     def ready() -> None:  # stderr: over stdio, stdout is the protocol channel
         _one_blas_thread()
         plural = "index" if count == 1 else "indexes"
-        print(f"rag: ready: serving {where} ({count} {plural})", file=sys.stderr, flush=True)
+        emit(f"rag: ready: serving {where} ({count} {plural})", err=True, flush=True)
 
     serve(
         args.indexes,
@@ -167,17 +168,17 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         depth=args.depth,
         shards=args.shards,
     )
-    print(render_markdown(report))
-    print(f"wrote {args.out}/report.json, report.md, report.png and runs/ (runs, per-query)")
+    emit_text(render_markdown(report))
+    emit(f"wrote {args.out}/report.json, report.md, report.png and runs/ (runs, per-query)")
     if expected is None:
         return 0
     problems = verify_report(report, expected)
     for problem in problems:
-        print(f"rag: verify: {problem}", file=sys.stderr)
+        emit(f"rag: verify: {problem}", err=True)
     if problems:
-        print(f"rag: verify: {len(problems)} figure(s) of {args.verify} failed", file=sys.stderr)
+        emit(f"rag: verify: {len(problems)} figure(s) of {args.verify} failed", err=True)
         return 1
-    print(f"verify: every figure of {args.verify} for {report['dataset']} holds")
+    emit(f"verify: every figure of {args.verify} for {report['dataset']} holds")
     return 0
 
 
@@ -212,9 +213,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         permutations=args.permutations,
         seed=args.seed,
     )
-    print(render_comparison(comparison))
+    emit_text(render_comparison(comparison))
     write_comparison(comparison, args.out)
-    print(f"wrote {args.out}/compare.json, compare.md and compare.png")
+    emit(f"wrote {args.out}/compare.json, compare.md and compare.png")
     return 0
 
 
@@ -393,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (RetrievalError, OSError) as exc:
         if args.verbose:
             traceback.print_exc()
-        print(f"rag: error: {cli_message(str(exc))}", file=sys.stderr)
+        emit(f"rag: error: {cli_message(str(exc))}", err=True)
         return 2
     except KeyboardInterrupt:
         return 130

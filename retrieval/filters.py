@@ -157,7 +157,7 @@ def _compile_operator(field: str, op: str, operand: Any, where: str) -> _Node:
         if not isinstance(operand, str):
             problem = f"{op} takes a string, got {_type_name(operand)} {operand!r}"
             raise _fail(where, problem)
-        return _Leaf(field, _text_scalar(op, operand))
+        return _Leaf(field, _text_scalar(op, operand, f"{op} pattern at {where}"))
     if op == "$exists":
         if not isinstance(operand, bool):
             problem = f"$exists takes true or false, got {_type_name(operand)} {operand!r}"

@@ -21,6 +21,7 @@ from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Document
 from ragtools.parsers.errors import IndexLoadError
+from ragtools.parsers.selection import LEAVES_ROOT, Selection
 
 CAFE = os.fsdecode(b"caf\xe9.txt")  # a Latin-1 name: not UTF-8
 
@@ -73,7 +74,7 @@ def test_special_and_unreadable_files_are_failures_and_the_build_goes_on(
 
     monkeypatch.setattr(os, "open", denying_open)
     out = tmp_path / "index"
-    index = Index.build([folder], out, vector=False)
+    index = Index.build([folder], out, vector=False, selection=Selection(follow_links=True))
     assert len({c.source for c in index.chunks}) == 2
     failed = {Path(f.path).name: f.message for f in index.failures}
     assert sorted(failed) == ["secret.txt"] and "Permission denied" in failed["secret.txt"]
@@ -84,6 +85,8 @@ def test_special_and_unreadable_files_are_failures_and_the_build_goes_on(
     report = Index.open(out).update()  # nothing changed: the failures are kept, not retried
     assert not report.added and not report.changed and not report.failures
     assert len(Index.open(out).failures) == 1
+    kept_in = Index.build([folder], tmp_path / "default", vector=False)  # links stay unfollowed
+    assert (str(folder.resolve() / "zero.txt"), LEAVES_ROOT) in kept_in.skipped
 
 
 def test_a_failed_save_leaves_no_temporary_directory(

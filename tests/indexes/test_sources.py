@@ -1,12 +1,15 @@
-"""Index builds record their source selection; updates select the same files with it."""
+"""Index builds record their source selection; updates select the same files with it, links
+leaving the sources included."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers import Selection
+from ragtools.parsers.selection import LEAVES_ROOT
 
 
 def test_update_reuses_the_recorded_selection_and_keeps_skips_apart(tmp_path: Path) -> None:
@@ -53,3 +56,45 @@ def test_parse_files_counts_lone_surrogates_replaced_and_a_build_writes_them(
     index = Index.build([docs], tmp_path / "index", embedder=FakeEmbedder())
     texts = sorted(c.text for c in index.chunks)
     assert texts == ["Honey bees dance.", "trace \ufffd compile"]
+
+
+def test_links_leaving_the_sources_are_recorded_as_skipped_and_follow_links_too(
+    tmp_path: Path,
+) -> None:
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    docs.mkdir()
+    outside.mkdir()
+    (docs / "a.md").write_text("# A\n\nAlpha text.")
+    (outside / "s.md").write_text("# S\n\nSecret text.")
+    (docs / "s.md").symlink_to(outside / "s.md")
+    (docs / "alias.md").symlink_to(docs / "a.md")  # inside: a file of its own
+    index = Index.build([docs], tmp_path / "i", vector=False)
+    root = docs.resolve()
+    assert sorted(c.source for c in index.chunks) == ["a.md", "alias.md"]
+    assert index.skipped == [(str(root / "s.md"), LEAVES_ROOT)]
+    rules = Selection(follow_links=True)
+    report = Index.open(tmp_path / "i").update(selection=rules)
+    assert report.added == [str(root / "s.md")]
+    reopened = Index.open(tmp_path / "i")
+    assert reopened.selection == rules  # recorded: a later update follows it too
+    assert sorted(c.source for c in reopened.chunks) == ["a.md", "alias.md", "s.md"]
+    assert [c.metadata["path"] for c in reopened.chunks if c.source == "s.md"] == [
+        str(root / "s.md")  # the path walked, under which the index tracks the file
+    ]
+    assert reopened.update().unchanged == 3
+
+
+def test_a_cloned_gitignore_of_backtracking_patterns_builds_quickly(tmp_path: Path) -> None:
+    """#38: a line of 16 ``*`` then ``a`` made a two-file build take 21.8 s; 3,000 hung it."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / ".gitignore").write_text("*" * 16 + "a\n" + "*" * 3000 + "b\n" + "*a" * 25 + "c\n")
+    (clone / "notes.txt").write_text("Plain notes " + "x" * 200)
+    (clone / "data").write_text("ignored by the first line")
+    start = time.perf_counter()
+    index = Index.build([clone], tmp_path / "i", vector=False)
+    assert time.perf_counter() - start < 30
+    assert [c.source for c in index.chunks] == ["notes.txt"]
+    assert (str(clone.resolve() / "data"), f"ignored by {clone.resolve() / '.gitignore'}") in (
+        index.skipped
+    )

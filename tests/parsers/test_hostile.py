@@ -21,6 +21,7 @@ import pytest
 
 from ragtools.parsers import Document, ParseError, _budget, _pool, load, load_dir, office, registry
 from ragtools.parsers.registry import register_parser, unregister_parser
+from ragtools.parsers.selection import LEAVES_ROOT, Selection
 
 DOCX = pytest.importorskip("docx")
 OPENPYXL = pytest.importorskip("openpyxl")
@@ -49,13 +50,15 @@ def test_load_dir_skips_special_files_with_a_reason(tmp_path: Path) -> None:
     _good(tmp_path)
     os.mkfifo(tmp_path / "pipe.txt")
     (tmp_path / "zero.txt").symlink_to("/dev/zero")
-    result = load_dir(tmp_path, workers=1)
+    result = load_dir(tmp_path, workers=1, selection=Selection(follow_links=True))
     assert sorted(Path(d.source).name for d in result.documents) == ["bees.txt", "tides.md"]
     reasons = {Path(path).name: reason for path, reason in result.skipped}
     assert reasons == {
         "pipe.txt": "not a regular file (a FIFO); only regular files are read",
         "zero.txt": "not a regular file (a character device); only regular files are read",
     }
+    unfollowed = {Path(path).name: why for path, why in load_dir(tmp_path, workers=1).skipped}
+    assert unfollowed["zero.txt"] == LEAVES_ROOT  # by default /dev is never reached
 
 
 def test_an_unreadable_file_is_one_error_and_the_batch_goes_on(

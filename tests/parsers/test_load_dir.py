@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,10 @@ CHINESE = "检索增强生成系统需要正确解析中文文档。这一段文
 
 
 def link(target: Path, path: Path) -> Path:
-    """Reference shared data through a symlink: the PDFs are never copied."""
+    """Copy shared data into the tree: a symbolic link to it would leave the folder, which
+    :func:`load_dir` does not follow unless asked."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.symlink_to(target)
+    shutil.copyfile(target, path)
     return path
 
 

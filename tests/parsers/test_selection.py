@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
+import pathspec
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from ragtools.parsers import ConfigError, Selection, load_dir
-from ragtools.parsers.selection import select_files
+from ragtools.parsers.selection import (
+    LEAVES_ROOT,
+    MAX_IGNORE_BYTES,
+    MAX_IGNORE_PATTERNS,
+    MAX_PATTERN_CHARS,
+    compile_patterns,
+    select_files,
+)
 
 GIT = shutil.which("git")
 
@@ -143,7 +156,222 @@ def test_caches_hidden_files_and_images_are_skipped_not_failed(tmp_path: Path) -
 def test_load_dir_reads_encrypted_pdfs_with_a_password(tmp_path: Path, pdf_dir: Path) -> None:
     root = tmp_path / "locked"
     root.mkdir()
-    (root / "aes.pdf").symlink_to(pdf_dir / "aes-256-r6.pdf")
+    shutil.copy(pdf_dir / "aes-256-r6.pdf", root / "aes.pdf")  # a link would leave the folder
     assert [e.error for e in load_dir(root, workers=1).errors] == ["PasswordRequiredError"]
     opened = load_dir(root, workers=1, password="usersecret")
     assert opened.errors == [] and opened.documents
+
+
+# ---- symbolic links: a build stays inside its root -------------------------------------------
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> Path:
+    """A folder with links to a file and a folder outside it, and links that stay inside."""
+    outside = tmp_path / "outside"
+    write(outside, "secret.txt", "private key material\n")
+    write(outside, "notes/n.txt", "notes from elsewhere\n")
+    root = tmp_path / "root"
+    write(root, "a.txt")
+    write(root, "sub/b.txt")
+    (root / "key.txt").symlink_to(outside / "secret.txt")
+    (root / "notes").symlink_to(outside / "notes")
+    (root / "inner.txt").symlink_to(root / "sub" / "b.txt")
+    (root / "zlink").symlink_to("sub")  # relative, inside (walked once: sub comes first)
+    (root / "sub" / "up").symlink_to(outside / "secret.txt")  # leaves from a sub-folder
+    return root
+
+
+def names(files: list[Path], root: Path) -> list[str]:
+    return [f.relative_to(root).as_posix() for f in files]
+
+
+def test_links_leaving_the_root_are_skipped_with_the_reason(linked: Path) -> None:
+    files, skipped = select_files(linked)
+    assert names(files, linked) == ["a.txt", "inner.txt", "sub/b.txt"]
+    leaving = [path for path, why in skipped if why == LEAVES_ROOT]
+    assert leaving == [str(linked / "key.txt"), str(linked / "notes"), str(linked / "sub" / "up")]
+    assert "--follow-links" in LEAVES_ROOT
+
+
+def test_follow_links_reads_what_they_point_to(linked: Path) -> None:
+    files, skipped = select_files(linked, Selection(follow_links=True))
+    assert names(files, linked) == [
+        "a.txt",
+        "inner.txt",
+        "key.txt",
+        "notes/n.txt",
+        "sub/b.txt",
+        "sub/up",
+    ]
+    assert not [path for path, why in skipped if why == LEAVES_ROOT]
+
+
+def test_load_dir_keeps_inside_the_root_unless_asked(linked: Path) -> None:
+    kept = load_dir(linked, workers=1)
+    assert "private key material" not in " ".join(d.text for d in kept.documents)
+    assert (str(linked / "key.txt"), LEAVES_ROOT) in kept.skipped
+    followed = load_dir(linked, workers=1, selection=Selection(follow_links=True))
+    assert "private key material" in " ".join(d.text for d in followed.documents)
+
+
+def test_a_root_that_is_a_link_is_read(linked: Path, tmp_path: Path) -> None:
+    (tmp_path / "via").symlink_to(linked)
+    files, _ = select_files(tmp_path / "via")
+    assert names(files, tmp_path / "via") == ["a.txt", "inner.txt", "sub/b.txt"]
+
+
+def test_a_gitignore_that_is_a_link_is_not_read(tmp_path: Path) -> None:
+    """As git (2.32 and later): a linked ``.gitignore`` could point at any file, or a FIFO."""
+    write(tmp_path, "rules", "*.txt\n")
+    root = tmp_path / "root"
+    write(root, "a.txt")
+    (root / ".gitignore").symlink_to(tmp_path / "rules")
+    assert names(select_files(root)[0], root) == ["a.txt"]
+
+
+def test_follow_links_is_recorded_and_old_records_still_load() -> None:
+    rules = Selection(include=("*.md",), follow_links=True)
+    assert rules.to_json()["follow_links"] is True
+    assert Selection.from_json(rules.to_json()) == rules
+    old = {"include": ["*.md"], "exclude": [], "gitignore": True}  # before follow_links
+    assert Selection.from_json(old) == Selection(include=("*.md",))
+
+
+# ---- patterns match in linear time -----------------------------------------------------------
+
+PATHOLOGICAL = [  # (pattern, a path it must not match, a path it must match)
+    ("*a" * 25 + "b", "a" * 60, "a" * 25 + "b"),
+    ("*" * 5000 + "x", "y" * 300, "dir/yx"),
+    ("*" * 16 + "a", "b" * 60 + ".txt", "b" * 60 + "a"),
+    ("*" * 3000 + "a", "b" * 60 + ".txt", "b" * 60 + "a"),
+    ("**/a/**/a/**/a/**/a/**/a/**/a/**/b", "a/" * 40 + "c", "a/" * 40 + "b"),
+    ("?*" * 30 + "z", "y" * 200, "y" * 40 + "z"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "miss", "hit"), PATHOLOGICAL)
+def test_pathological_patterns_match_quickly_and_rightly(pattern: str, miss: str, hit: str) -> None:
+    start = time.perf_counter()
+    patterns = compile_patterns([pattern], "exclude pattern")
+    assert not patterns.match(miss) and patterns.match(hit)
+    assert time.perf_counter() - start < 30  # the issue's bound; backtracking took minutes
+
+
+def test_a_gitignore_of_pathological_lines_keeps_a_build_quick(tmp_path: Path) -> None:
+    root = tmp_path / "clone"
+    lines = ["*" * 16 + "a", "*c" * 25 + "d"] * 999 + ["*" * 3000 + "b"]  # past one RE2 set
+    write(root, ".gitignore", "\n".join(lines) + "\n")
+    write(root, "keep.txt")
+    write(root, "data", "x\n")
+    write(root, "grab", "x\n")
+    write(root, "b" * 60 + "c" * 25 + "d", "x\n")
+    start = time.perf_counter()
+    files, skipped = select_files(root)
+    assert time.perf_counter() - start < 30
+    assert names(files, root) == ["keep.txt"]
+    assert {Path(p).name for p, why in skipped if why.startswith("ignored by")} == {
+        "data",
+        "grab",
+        "b" * 60 + "c" * 25 + "d",
+    }
+
+
+def test_an_overlong_gitignore_line_is_left_out_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "clone"
+    write(root, ".gitignore", "x" * (MAX_PATTERN_CHARS + 1) + "\n*.log\n")
+    write(root, "a.txt")
+    write(root, "b.log")
+    with caplog.at_level(logging.WARNING, logger="ragtools.parsers.selection"):
+        files, _ = select_files(root)
+    assert names(files, root) == ["a.txt"]  # the other lines still apply
+    assert f"{root / '.gitignore'}, line 1 is left out" in caplog.text
+
+
+def test_an_overlarge_gitignore_is_not_applied_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "clone"
+    write(root, ".gitignore", "*.log\n" + "#" * MAX_IGNORE_BYTES + "\n")
+    write(root, "b.log")
+    with caplog.at_level(logging.WARNING, logger="ragtools.parsers.selection"):
+        files, _ = select_files(root)
+    assert names(files, root) == ["b.log"]
+    assert f"{root / '.gitignore'} is not applied" in caplog.text
+
+
+def test_a_gitignore_of_too_many_patterns_is_not_applied_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "clone"
+    patterns = [f"*.x{i}" for i in range(MAX_IGNORE_PATTERNS)]
+    write(root, ".gitignore", "\n".join(["# comments are no patterns", *patterns, ""]))
+    write(root, "a.x1")
+    assert names(select_files(root)[0], root) == []  # at the limit: applied
+    write(root, ".gitignore", "\n".join([*patterns, "*.log", ""]))
+    with caplog.at_level(logging.WARNING, logger="ragtools.parsers.selection"):
+        files, _ = select_files(root)
+    assert names(files, root) == ["a.x1"]
+    told = f"{root / '.gitignore'} is not applied: {MAX_IGNORE_PATTERNS + 1} patterns"
+    assert told in caplog.text
+
+
+def test_an_overlong_pattern_is_a_config_error_naming_the_limit() -> None:
+    with pytest.raises(ConfigError, match=f"exclude pattern 'xxx.*at most {MAX_PATTERN_CHARS}"):
+        Selection(exclude=("x" * (MAX_PATTERN_CHARS + 1),))
+    assert Selection(exclude=("*" * 10_000 + "x",)).exclude  # a run of * counts as one
+
+
+SEGMENTS = st.sampled_from(["a", "b", "ab", "*", "**", "?", "[ab]", "[!a]", "\\*", "."])
+
+
+@st.composite
+def gitignore_lines(draw: st.DrawFn) -> str:
+    parts = draw(st.lists(SEGMENTS, min_size=1, max_size=5))
+    seps = draw(st.lists(st.sampled_from(["", "/"]), min_size=len(parts), max_size=len(parts)))
+    line = "".join(part + sep for part, sep in zip(parts, seps, strict=True))
+    return draw(st.sampled_from(["", "!", "/"])) + line
+
+
+@given(
+    lines=st.lists(gitignore_lines(), min_size=1, max_size=4),
+    path=st.lists(st.sampled_from(["a", "b", "ab", "ba", "*", "a.b"]), min_size=1, max_size=4),
+    is_dir=st.booleans(),
+)
+@settings(max_examples=300, deadline=None)
+def test_matching_equals_pathspecs_backtracking_matcher(
+    lines: list[str], path: list[str], is_dir: bool
+) -> None:
+    """The reference is pathspec's own default (Python ``re``) on these small cases."""
+    assume(not any("***" in line for line in lines))  # cut to ** on purpose: see the git test
+    text = "/".join(path) + ("/" if is_dir else "")
+    reference = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
+    assert compile_patterns(lines, "test").decide(text) == reference.check_file(text).include
+
+
+def test_runs_of_stars_mean_what_they_mean_to_git(tmp_path: Path) -> None:
+    assert GIT is not None
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run([GIT, "init", "-q", str(root)], check=True)
+    write(root, ".gitignore", "***/deep.md\na****b.txt\n/top/*****\n")
+    for relative in ["x/y/deep.md", "deep.md", "aZZb.txt", "a/b.txt", "top/t.txt", "keep.txt"]:
+        write(root, relative)
+    files, _ = select_files(root)
+    assert sorted(f.relative_to(root).as_posix() for f in files) == git_untracked(root)
+
+
+def test_names_that_are_not_utf8_are_matched(tmp_path: Path) -> None:
+    root = tmp_path / "latin"
+    write(root, ".gitignore", "caf?.txt\n")
+    write(root, os.fsdecode(b"caf\xe9.txt"))
+    write(root, os.fsdecode(b"th\xe9.md"))
+    files, skipped = select_files(root, Selection(exclude=("*.md",)))
+    assert files == []
+    assert sorted(why for _, why in skipped) == [
+        "excluded by pattern",
+        "hidden file",
+        f"ignored by {root / '.gitignore'}",
+    ]

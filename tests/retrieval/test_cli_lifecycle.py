@@ -1,15 +1,21 @@
-"""The real ``rag`` entry point: update, build over an index, versions, rollback, selection."""
+"""The real ``rag`` entry point: update, build over an index, versions, rollback, selection,
+links leaving the sources, and escaped output."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+
+from ragtools.indexes.writer import IndexWriter
+from ragtools.parsers import Document
+from ragtools.parsers.selection import LEAVES_ROOT
 
 RAG = Path(sys.executable).with_name("rag")
 
@@ -149,7 +155,7 @@ def test_gitignored_files_caches_and_images_are_skipped_not_failed(tmp_path: Pat
 
 def test_failed_files_print_once_with_the_path_once(tmp_path: Path, pdf_dir: Path) -> None:
     docs, index = corpus(tmp_path / "docs"), tmp_path / "index"
-    (docs / "locked.pdf").symlink_to(pdf_dir / "aes-256-r6.pdf")
+    shutil.copyfile(pdf_dir / "aes-256-r6.pdf", docs / "locked.pdf")
     proc = rag("build", str(docs), "--out", str(index), "--no-vector")
     assert "(0 skipped, 1 failed)" in proc.stdout
     locked = str(docs.resolve() / "locked.pdf")
@@ -290,3 +296,82 @@ def test_the_precision_is_a_setting_of_the_build(tmp_path: Path) -> None:
     assert again.returncode != 0 and "precision 'int8' (asked: 'fp32')" in again.stderr
     bad = rag("build", str(docs), "--out", str(index), "--precision", "int4", check=False)
     assert bad.returncode == 2 and "invalid choice: 'int4'" in bad.stderr
+
+
+def test_links_leaving_the_sources_are_skipped_unless_follow_links(tmp_path: Path) -> None:
+    docs, index = corpus(tmp_path / "docs"), tmp_path / "index"
+    outside = tmp_path / "outside"
+    (outside / "more").mkdir(parents=True)
+    (outside / "secret.txt").write_text("Plutonium handling notes, private.")
+    (outside / "more" / "far.txt").write_text("Glaciers carve fjords slowly.")
+    (docs / "key.txt").symlink_to(outside / "secret.txt")
+    (docs / "more").symlink_to(outside / "more")
+    (docs / "inner.txt").symlink_to(docs / "bees.txt")  # inside: followed as any file
+    root = docs.resolve()
+    built = rag("build", str(docs), "--out", str(index), "--no-vector")
+    assert "4 chunks from 4 files (2 skipped, 0 failed)" in built.stdout
+    assert built.stderr.splitlines() == [
+        f"skipped {root / 'key.txt'}: {LEAVES_ROOT}",
+        f"skipped {root / 'more'}: {LEAVES_ROOT}",
+    ]
+    missing = rag("search", str(index), "plutonium", "--mode", "keyword")
+    assert missing.stdout.strip() == "no results"
+    again = rag("update", str(index))  # the recorded selection: still not followed
+    assert "0 added" in again.stdout and "(2 skipped, 0 failed)" in again.stdout
+    followed = rag("update", str(index), "--follow-links")
+    assert followed.stdout.splitlines()[1:] == [
+        f"  added   {root / 'key.txt'}",
+        f"  added   {root / 'more' / 'far.txt'}",
+    ]
+    found = rag("search", str(index), "plutonium", "--mode", "keyword", "--json")
+    assert sources_of(found) == ["key.txt"]
+    kept = rag("update", str(index))  # recorded now: nothing removed
+    assert "0 added, 0 changed, 0 removed, 6 unchanged" in kept.stdout
+    info = json.loads(rag("info", str(index), "--json").stdout)
+    assert info["selection"]["follow_links"] is True
+    back = rag("update", str(index), "--no-follow-links")
+    assert "2 removed" in back.stdout
+    fresh = rag("build", str(docs), "--out", str(tmp_path / "all"), "--no-vector", "--follow-links")
+    assert "6 chunks from 6 files (0 skipped, 0 failed)" in fresh.stdout
+
+
+def raw_rag(*args: str) -> tuple[str, str]:
+    """``rag``'s stdout and stderr exactly as written (no newline translation)."""
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.run(
+        [str(RAG), *args], capture_output=True, env=environment, timeout=600, check=False
+    )
+    out, err = (os.fsdecode(stream) for stream in (proc.stdout, proc.stderr))
+    assert proc.returncode == 0, err
+    return out, err
+
+
+def controls(text: str) -> list[str]:
+    return [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F]
+
+
+def test_control_characters_in_names_and_text_are_printed_escaped(tmp_path: Path) -> None:
+    docs, index = tmp_path / "docs\x1b[31m", tmp_path / "index"
+    docs.mkdir()
+    evil = "evil\r\t\x07\x1b[2J.txt"
+    (docs / evil).write_text("Comets grow tails near the sun.")
+    (docs / "empty\x1b[8m.txt").write_bytes(b"")
+    outputs = [raw_rag("build", str(docs), "--out", str(index), "--no-vector")]
+    (docs / "late\r.txt").write_text("Another comet arrives late.")
+    outputs.append(update := raw_rag("update", str(index)))
+    outputs.append(text := raw_rag("search", str(index), "comets tails", "--mode", "keyword"))
+    outputs.append(as_json := raw_rag("search", str(index), "comets", "--json", "--mode", "bm25"))
+    for command in (("versions",), ("versions", "--json"), ("info",), ("info", "--json")):
+        outputs.append(raw_rag(command[0], str(index), *command[1:]))
+    # parsers drop control characters from text; documents given to the library keep them
+    told = Document(text="Comets \x1b]0;pwned\x07 grow \x9b tails.", metadata={"source": evil})
+    IndexWriter.from_documents([told], tmp_path / "given", vector=False)
+    outputs.append(given := raw_rag("search", str(tmp_path / "given"), "comets", "--mode", "bm25"))
+    assert [controls(out + err) for out, err in outputs] == [[]] * len(outputs)
+    root = str(docs.resolve()).replace("\x1b", "\\u001b")
+    assert f"skipped {root}/empty\\u001b[8m.txt: empty file" in outputs[0][1]
+    assert f"  added   {root}/late\\r.txt" in update[0]
+    assert "evil\\r\\t\\u0007\\u001b[2J.txt" in text[0]
+    assert "Comets \\u001b]0;pwned\\u0007 grow \\u009b tails." in given[0]
+    hits = json.loads(as_json[0])  # still valid JSON, meaning the original characters
+    assert evil in {h["chunk"]["metadata"]["source"] for h in hits}

@@ -1,7 +1,8 @@
-"""``rag``'s output helpers: log lines above progress bars, one line per problem."""
+"""``rag``'s output helpers: log lines above progress bars, one line per problem, escaped."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Iterator
@@ -11,7 +12,13 @@ from tqdm import tqdm
 
 from ragtools.parsers import FileError
 from ragtools.retrieval import _cli_output
-from ragtools.retrieval._cli_output import configure, problem_lines
+from ragtools.retrieval._cli_output import (
+    configure,
+    emit_text,
+    print_problems,
+    printable,
+    problem_lines,
+)
 
 
 @pytest.fixture
@@ -83,3 +90,41 @@ def test_messages_name_flags_on_the_command_line(library: str, command_line: str
     assert cli_message(library) == command_line
     failure = FileError(path="docs/x.pdf", error="ParseError", message=library)
     assert problem_lines([failure], []) == [f"failed docs/x.pdf: {command_line}"]
+
+
+HOSTILE = "a\rb\tc\x07d\x1b[2Je\x7ff\x9bg\nh.txt"
+ESCAPED = "a\\rb\\tc\\u0007d\\u001b[2Je\\u007ff\\u009bg\\nh.txt"
+
+
+def test_printable_escapes_c0_c1_and_del_only() -> None:
+    assert printable(HOSTILE) == ESCAPED
+    kept = "Grüße, 中文, C:\\docs\\a.txt, «»"  # printable text and backslashes stay as they are
+    assert printable(kept) == kept
+    every = "".join(map(chr, range(0x00, 0xA0)))
+    assert not [c for c in printable(every) if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F]
+
+
+def test_escaped_json_is_valid_and_means_the_same(capsys: pytest.CaptureFixture[str]) -> None:
+    value = {"source": HOSTILE, "rows": [1, 2]}
+    emit_text(json.dumps(value, indent=2, ensure_ascii=False))
+    out = capsys.readouterr().out
+    assert "\x9b" not in out and "\x7f" not in out
+    assert json.loads(out) == value
+
+
+def test_problem_lines_and_log_records_are_printed_escaped(
+    restored_logging: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure(verbose=False, quiet=False)
+    print_problems([FileError(f"/d/{HOSTILE}", "ParseError", "bad")], [(f"/d/{HOSTILE}", "x")])
+    logging.getLogger("ragtools.parsers.pdf").warning("page 3 of %s has no text", HOSTILE)
+    try:
+        raise ValueError(HOSTILE)
+    except ValueError:
+        logging.getLogger("ragtools.indexes").exception("failed")
+    err = capsys.readouterr().err
+    assert f"skipped /d/{ESCAPED}: x\n" in err and f"failed /d/{ESCAPED}: bad\n" in err
+    assert f"WARNING ragtools.parsers.pdf: page 3 of {ESCAPED} has no text\n" in err
+    lines = ESCAPED.replace("\\n", "\n")  # a traceback keeps its lines; each is escaped
+    assert f"ValueError: {lines}" in err
+    assert not [c for c in err if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
+import pathspec
 import pytest
 
 from ragtools.parsers.document import Chunk
@@ -197,3 +199,44 @@ def test_non_mapping_filter_raises() -> None:
         compile_filter(["source", "a.pdf"])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="unknown operator"):
         filter_mask({"page": {"$between": [1, 2]}}, [])
+
+
+# ---- $glob in linear time ----------------------------------------------------------------------
+
+GLOB_PATHOLOGICAL = [  # (pattern, a source it must not match, a source it must match)
+    ("*a" * 25 + "b", "a" * 80, "docs/" + "a" * 25 + "b"),
+    ("*" * 5000 + "x", "y" * 300, "yx"),
+    ("**/" * 40 + "*.md", "a/" * 60 + "x.txt", "a/" * 60 + "x.md"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "miss", "hit"), GLOB_PATHOLOGICAL)
+def test_glob_patterns_that_backtrack_are_matched_quickly(
+    pattern: str, miss: str, hit: str
+) -> None:
+    """A filter runs per chunk: a backtracking pattern cost more than a minute per chunk."""
+    start = time.perf_counter()
+    pair = [
+        Chunk(doc_id="d", text="t", start=0, end=1, metadata={"source": s}) for s in [miss, hit]
+    ]
+    chunks = pair * 500
+    mask = filter_mask({"source": {"$glob": pattern}}, chunks)
+    assert mask.tolist() == [False, True] * 500
+    assert time.perf_counter() - start < 30  # the issue's bound
+
+
+@pytest.mark.parametrize(
+    ("pattern", "source"),
+    [("*.md", "a/b.md"), ("docs/*", "docs/x/y"), ("d?cs/**", "docs/x/y"), ("[ab]*", "c"),
+     ("**/x/*.txt", "p/x/y.txt"), ("/a/*", "a/b"), ("a*b*c", "axbyc"), ("a*b*c", "ab/c")],
+)  # fmt: skip
+def test_glob_agrees_with_pathspecs_own_matcher(pattern: str, source: str) -> None:
+    expected = pathspec.GitIgnoreSpec.from_lines([pattern], backend="simple").match_file(source)
+    assert compile_filter({"source": {"$glob": pattern}})({"source": source}) == expected
+
+
+def test_an_overlong_glob_names_its_place_in_the_filter() -> None:
+    with pytest.raises(ConfigError, match=r"\$glob pattern at filter\.source\.\$glob .*4096"):
+        compile_filter({"source": {"$glob": "ab" * 3000}})
+    with pytest.raises(ConfigError, match=r"invalid \$glob pattern at filter\.source\.\$glob"):
+        compile_filter({"source": {"$glob": "ab\\"}})
