@@ -269,12 +269,38 @@ def test_damaged_docx_is_a_parse_error(tmp_path: Path) -> None:
 # ---- records ----------------------------------------------------------------------------
 
 
-def test_csv_rows(tmp_path: Path) -> None:
-    path = write(tmp_path / "r.csv", "id;body;source\n1;The first row has text.;web\n2;;x\n")
+def test_csv_rows_are_searchable_by_every_column(tmp_path: Path) -> None:
+    text = "id;body;source\n1;The first row has text.;web\n2;;x\n;;\n"
+    path = write(tmp_path / "r.csv", text)
     docs = parsers.load(path)
-    assert len(docs) == 1  # the row without text is skipped
-    assert docs[0].text == "The first row has text."
-    assert own(docs[0]) == {"source": path.name, "row": 1, "id": "1", "record_source": "web"}
+    assert len(docs) == 2  # the row without any cell is skipped
+    assert docs[0].text == "id: 1\nbody: The first row has text.\nsource: web"
+    assert docs[1].text == "id: 2\nsource: x"  # empty cells leave no line
+    assert own(docs[0]) == {
+        "source": path.name,
+        "row": 1,
+        "id": "1",
+        "body": "The first row has text.",
+        "record_source": "web",
+        "title": "The first row has text.",  # the first column that is not numbers
+    }
+    assert "title" not in docs[1].metadata  # its title cell is empty
+    assert [d.text for d in load_records(path, text_field="body")] == [docs[0].metadata["body"]]
+
+
+@pytest.mark.parametrize(
+    ("header", "title"),
+    [("code,Name,limit", "Gamma"), ("code,limit,TITLE", "big"), ("code,limit,note", "g-1")],
+)
+def test_csv_title_column(tmp_path: Path, header: str, title: str) -> None:
+    """The title column: one named title or name (any case), else the first that is not
+    numbers, else the first."""
+    cells = {"code": "g-1", "Name": "Gamma", "limit": "1000", "TITLE": "big", "note": "n"}
+    row = ",".join(cells[name] for name in header.split(","))
+    path = write(tmp_path / "t.csv", f"{header}\n{row}\n")
+    assert parsers.load(path)[0].metadata["title"] == title
+    numbers = write(tmp_path / "n.csv", "a,b\n1,2.5\n3,-4\n")
+    assert [d.metadata["title"] for d in parsers.load(numbers)] == ["1", "3"]
 
 
 def test_json_array_and_text_field(tmp_path: Path) -> None:

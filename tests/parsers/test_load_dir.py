@@ -80,7 +80,7 @@ def test_mixed_tree(mixed_tree: Path) -> None:
         (f"{root}/.git", "hidden directory"),
         (f"{root}/.hidden.txt", "hidden file"),
         (f"{root}/h_empty.txt", "empty file"),
-        (f"{root}/j_image.bin", "binary file of unknown type (.bin)"),
+        (f"{root}/j_image.bin", "image (png): not text, and no parser reads it"),
         (f"{root}/k_big.txt", "larger than max_bytes (30000 > 20000 bytes)"),
     ]
 
