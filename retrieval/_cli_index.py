@@ -1,5 +1,8 @@
 """``rag build``, ``update``, ``versions``, ``rollback`` and ``info``: an index's lifecycle.
 
+``rag build --dry-run`` lists what a build would index and skip, by type, from the build's
+own selection and planning code; a build that finds no text says why, file by file.
+
 ``rag build --out`` over an existing index never replaces it by surprise: with the same
 sources, selection and settings it updates it in place (only changed files are parsed);
 with other ones it stops and changes nothing unless ``--force``, and even then the
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -128,7 +132,11 @@ def _explain_no_text(sources: Sequence[str], rules: Selection, password: str | N
     plan = plan_sources(sources, rules)
     roots = [str(Path(s).expanduser().resolve()) for s in sources]
     files = [Path(path) for path, _ in plan.parse]
-    parsed = parse_files(files, root=source_root(roots), show_progress=False, password=password)
+    logging.disable(logging.WARNING)  # the build has logged this parse's warnings once
+    try:
+        parsed = parse_files(files, root=source_root(roots), show_progress=False, password=password)
+    finally:
+        logging.disable(logging.NOTSET)
     print_problems([*plan.errors, *parsed.failures], plan.skipped)
     for path, documents in sorted(parsed.by_file.items()):
         if not documents:
