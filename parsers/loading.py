@@ -144,8 +144,8 @@ def _resolve(file: Path, head: bytes, source: str) -> ParserSpec:
     spec = resolve(file, head)
     if spec is None:
         msg = (
-            f"unsupported file type: no parser for suffix {file.suffix or '(none)'!r} and the "
-            "content is not recognised; register one with @parsers.register_parser"
+            f"unsupported file type: {content_skip(file, head, None)} (suffix "
+            f"{file.suffix or '(none)'!r}); register one with @parsers.register_parser"
         )
         raise ParseError(source, msg)
     return spec

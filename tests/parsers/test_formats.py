@@ -396,8 +396,10 @@ def test_broken_json_stays_a_json_error(tmp_path: Path) -> None:
 
 
 def test_unknown_binary_is_unsupported(tmp_path: Path) -> None:
-    with pytest.raises(ParseError, match="unsupported file type"):
+    with pytest.raises(ParseError, match=r"unsupported file type: image \(png\): not text"):
         parsers.load(write(tmp_path / "x.bin", b"\x89PNG\r\n\x1a\n\x00\x00\x00"))
+    with pytest.raises(ParseError, match=r"binary file of unknown type \(\.dat\)"):
+        parsers.load(write(tmp_path / "x.dat", b"\x00\x01\x02 proprietary\x00"))
 
 
 def test_register_parser_by_suffix_and_sniff(tmp_path: Path) -> None:
