@@ -2,9 +2,14 @@
 
 A source is a file or a directory. Directories are walked by :func:`parsers.select_files`
 (hidden entries, ``__pycache__``, ``.gitignore``d paths and symbolic links leaving the
-directory skipped, unless ``follow_links``; include and exclude patterns), with the
+directory skipped, unless ``follow_links``; include and exclude patterns) and filtered by the
+document policy (:func:`parsers.policy.select_documents`: stylesheets, minified scripts,
+source maps and lock files skipped unless an include pattern names them), with the
 :class:`~parsers.Selection` recorded in the manifest, so that an update selects what the
-build selected. Each file gets a fingerprint, its size and SHA-256, stored
+build selected. :func:`plan_sources` runs the same selection and the loader's own planning
+without parsing: ``rag build --dry-run``.
+
+Each file gets a fingerprint, its size and SHA-256, stored
 in the manifest; ``Index.update`` re-parses only files whose fingerprint differs, so editing
 one file of a thousand parses one file. Parsing itself is :func:`parsers.load_files`
 (parallel where it pays; a bad file is an entry in the failures, never the end of the batch).
@@ -28,6 +33,8 @@ from pathlib import Path
 from ragtools.indexes._persist import sha256_file
 from ragtools.parsers import Document, FileError, Selection, load_files
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.loading import Plan, plan_files
+from ragtools.parsers.policy import select_documents
 from ragtools.parsers.selection import select_files, special_kind
 
 __all__ = [
@@ -35,6 +42,7 @@ __all__ = [
     "expand_sources",
     "fingerprint",
     "parse_files",
+    "plan_sources",
     "select_sources",
     "source_root",
 ]
@@ -59,9 +67,27 @@ def select_sources(
             msg = f"{source}: no such file or directory"
             raise ConfigError(msg)
         found, left = select_files(path, selection)
+        if path.is_dir():  # a file named on its own is always read
+            found, policy = select_documents(path, found, selection)
+            left += policy
         files.update(found)
         skipped.update(left)
     return sorted(files), sorted(skipped)
+
+
+def plan_sources(sources: Iterable[str | Path], selection: Selection | None = None) -> Plan:
+    """What a build of ``sources`` would parse and skip, decided by the code the build runs
+    (:func:`select_sources`, then :func:`parsers.loading.plan_files`), parsing nothing.
+
+    Returns:
+        The plan; its ``skipped`` holds the walk's skips and the loader's, sorted.
+
+    Raises:
+        ConfigError: a source does not exist.
+    """
+    files, skipped = select_sources(sources, selection)
+    plan = plan_files(files)
+    return Plan(plan.parse, sorted(skipped + plan.skipped), plan.errors)
 
 
 def expand_sources(sources: Iterable[str | Path], selection: Selection | None = None) -> list[Path]:

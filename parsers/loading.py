@@ -7,9 +7,11 @@ wrapped at this boundary with the path in the message, so callers need one ``exc
 :func:`load_dir` never raises for a file: each failure becomes a :class:`FileError` and the
 batch goes on. Hidden files and directories, ``__pycache__``, what ``.gitignore`` files
 ignore, symbolic links leaving the folder (:mod:`parsers.selection`), empty files, files
-over ``max_bytes``, files no parser recognises (by suffix or content) and anything but
-regular files (FIFOs, devices, sockets: reading them blocks or never ends) are skipped,
-each with a reason: skipped is not failed.
+over ``max_bytes``, files no parser recognises (by suffix or content), what the document
+policy leaves out (stylesheets, minified scripts, lock files, images, SVG drawings without
+words: :mod:`parsers.policy`) and anything but regular files (FIFOs, devices, sockets:
+reading them blocks or never ends) are skipped, each with a reason: skipped is not failed.
+:func:`plan_files` makes the same decisions without parsing (``rag build --dry-run``).
 Sizes are bounded before anything is read: a file's ``stat`` size over ``max_bytes``
 (:data:`DEFAULT_MAX_BYTES`) is refused unopened by :func:`load` (a ``ParseError`` naming the
 file and the limit; the keyword raises it) and skipped with that reason by :func:`load_dir`.
@@ -44,7 +46,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragtools.parsers import html, markdown, office, pdf, records, text  # noqa: F401  (register formats)
+from ragtools.parsers import (  # noqa: F401  (register formats)
+    html,
+    markdown,
+    notebook,
+    office,
+    pdf,
+    records,
+    svg,
+    text,
+)
 from ragtools.parsers._budget import DEFAULT_TIME_BUDGET
 from ragtools.parsers._pool import (
     Jobs,
@@ -60,6 +71,7 @@ from ragtools.parsers._progress import progress
 from ragtools.parsers.document import Document, documents_without_surrogates
 from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.parsers.file_metadata import file_metadata, source_name, with_file_metadata
+from ragtools.parsers.policy import content_skip, select_documents
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
 from ragtools.parsers.selection import (
     Selection,
@@ -74,8 +86,10 @@ __all__ = [
     "DEFAULT_TIME_BUDGET",
     "FileError",
     "LoadResult",
+    "Plan",
     "load",
     "load_dir",
+    "plan_files",
 ]
 
 logger = logging.getLogger(__name__)
@@ -156,8 +170,8 @@ def _resolve(file: Path, head: bytes, source: str) -> ParserSpec:
     spec = resolve(file, head)
     if spec is None:
         msg = (
-            f"unsupported file type: no parser for suffix {file.suffix or '(none)'!r} and the "
-            "content is not recognised; register one with @parsers.register_parser"
+            f"unsupported file type: {content_skip(file, head, None)} (suffix "
+            f"{file.suffix or '(none)'!r}); register one with @parsers.register_parser"
         )
         raise ParseError(source, msg)
     return spec
@@ -234,6 +248,9 @@ def _walk(
     root: Path, pattern: str, selection: Selection | None
 ) -> tuple[list[Path], list[tuple[str, str]]]:
     files, skipped = select_files(root, selection)
+    if root.is_dir():
+        files, left = select_documents(root, files, selection)
+        skipped += left
     if pattern != "**/*" and not root.is_file():
         wanted = set(root.glob(pattern))  # the pattern narrows both: report only its matches
         files = [f for f in files if f in wanted]
@@ -271,10 +288,9 @@ def _plan(
                 continue
             head = _read_head(file, source)
             spec = resolve(file, head)
-            if spec is None:  # not a document: skipped, not failed
-                kind = file.suffix or "no suffix"
-                what = "binary file" if b"\x00" in head else "file"
-                skipped.append((source, f"{what} of unknown type ({kind})"))
+            reason = content_skip(file, head, spec)
+            if spec is None or reason is not None:  # not a document: skipped, not failed
+                skipped.append((source, reason or "no parser"))
                 continue
             name = source_name(file, root)
             extra = file_metadata(file, spec, info)
@@ -282,6 +298,37 @@ def _plan(
         except (ParseError, OSError) as exc:
             failed[index] = failure(source, exc)
     return tasks, failed
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What :func:`load_files` would do with each file, decided without parsing any."""
+
+    parse: list[tuple[str, str]] = field(default_factory=list)
+    """``(path, file_type)`` of every file a parser would read, in the order given."""
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """``(path, reason)`` of every file that would be skipped, sorted."""
+    errors: list[FileError] = field(default_factory=list)
+    """Files that would fail before parsing (unreadable), in the order given."""
+
+
+def plan_files(
+    files: Sequence[str | os.PathLike[str]], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Plan:
+    """Decide, as :func:`load_files` does and with the same code, which files a parser would
+    read and which would be skipped (and why), reading only their first bytes.
+
+    An SVG's words are read in full to decide it (a drawing without words is skipped). A
+    file this plan parses may still fail or give no text once parsed.
+    """
+    paths = [Path(os.fspath(f)) for f in files]
+    skipped: list[tuple[str, str]] = []
+    tasks, failed = _plan(paths, skipped, max_bytes, None, None)
+    return Plan(
+        parse=[(task.source, str(task.metadata.get("file_type", ""))) for task in tasks],
+        skipped=sorted(skipped),
+        errors=[FileError(*failed[index]) for index in sorted(failed)],
+    )
 
 
 def load_dir(

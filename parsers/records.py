@@ -22,6 +22,17 @@
   :data:`~parsers.text.MAX_LINE_BYTES` is a ``ParseError`` (:func:`parsers.text.read_lines`).
 * CSV dialect (comma, semicolon, tab, pipe) is sniffed; ``.tsv`` is tab-separated. The
   first row is the header.
+* A CSV row is searchable by every column, since a table's numbers and names are what
+  people look rows up by ("limit 1000" must find the row whose ``limit`` column holds
+  1000): its text is one ``column: value`` line per non-empty cell, in column order, as
+  LangChain's ``CSVLoader`` writes it (LlamaIndex's ``CSVReader`` joins the cells with
+  commas, losing the column names a query may use). Every column is metadata too, for
+  filters. The row's ``title`` is its cell in the *title column*: the first column named
+  ``title`` or ``name`` (any case), else the first column holding something other than
+  numbers in the first rows, else the first column. ``load_records(text_field=...)``
+  still takes one column as the text.
+* Content is taken for JSON only when it starts like JSON (``{"``, ``{}``, ``[`` then a
+  value): an INI or TOML file's ``[section]`` line is not a JSON array.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,14 +62,19 @@ logger = logging.getLogger(__name__)
 LONG_FIELD_CHARS = 20
 _SAMPLE = 100
 _RESERVED = frozenset({"source", "row"})
-_JSON_START = (b"{", b"[")
+_JSON_START = re.compile(rb'\{\s*["}]|\[\s*(?:[\[{"\]0-9-]|true\b|false\b|null\b)')
+_TITLE_COLUMNS = ("title", "name")
+_CSV_SUFFIXES = (".csv", ".tsv")
+_NUMBER = re.compile(r"\s*[-+]?[\d.,]*\d[\d.,]*%?\s*")
 
 Record = tuple[int, Mapping[str, Any]]
 
 
 def _sniff_json(head: bytes) -> bool:
     start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    return start.startswith(_JSON_START)
+    while start.startswith(b"[["):  # [[1]] is JSON, [[tool.x]] (TOML) is not
+        start = start[1:].lstrip()
+    return _JSON_START.match(start) is not None
 
 
 def _choose_text_field(records: Sequence[Record], source: str) -> str:
@@ -135,6 +152,52 @@ def _field_documents(
         metadata = _metadata(fields, frozenset({field}), source, row)
         doc_id = stable_id("doc", source, row, text)
         documents.append(Document(id=doc_id, text=text, metadata=metadata))
+    return documents
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell as text: a row's surplus cells (under ``extra``) are a list."""
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value if v)
+    return "" if value is None else str(value)
+
+
+def _title_column(records: Sequence[Record]) -> str | None:
+    columns = [key for key in records[0][1] if isinstance(key, str)] if records else []
+    for wanted in _TITLE_COLUMNS:
+        for column in columns:
+            if column.strip().lower() == wanted:
+                return column
+    sample = [fields for _, fields in records[:_SAMPLE]]
+    for column in columns:
+        cells = [_cell(fields.get(column)).strip() for fields in sample]
+        if any(cell and not _NUMBER.fullmatch(cell) for cell in cells):
+            return column
+    return columns[0] if columns else None
+
+
+def _row_documents(records: Sequence[Record], source: str) -> list[Document]:
+    """One document per CSV row, every column searchable (see the module docstring)."""
+    title_column = _title_column(records)
+    documents: list[Document] = []
+    for row, fields in records:
+        lines = []
+        for key, value in fields.items():
+            cell = normalize_text(_cell(value))
+            if cell:
+                lines.append(f"{str(key).strip()}: {cell}")
+        if not lines:
+            continue
+        text = normalize_text("\n".join(lines))
+        metadata = _metadata(fields, frozenset(), source, row)
+        title = normalize_text(_cell(fields.get(title_column))) if title_column else ""
+        if title:
+            metadata["title"] = " ".join(title.split())
+        documents.append(
+            Document(id=stable_id("doc", source, row, text), text=text, metadata=metadata)
+        )
+    if len(documents) < len(records):
+        logger.debug("%s: %d empty rows skipped", source, len(records) - len(documents))
     return documents
 
 
@@ -251,19 +314,19 @@ def parse_json(path: Path, *, source: str, password: str | None = None) -> list[
     return _to_documents(_read_json(path, source), source, None)
 
 
-@register_parser(".csv", ".tsv", name="csv", _builtin=True)
+@register_parser(*_CSV_SUFFIXES, name="csv", _builtin=True)
 def parse_csv(path: Path, *, source: str, password: str | None = None) -> list[Document]:
-    """Parse CSV/TSV rows into one document each.
+    """Parse CSV/TSV rows into one document each, every column searchable.
 
     Raises:
-        ParseError: undecodable, no header, no text column.
+        ParseError: undecodable, invalid CSV, or no header.
     """
-    return _to_documents(_read_csv(path, source), source, None)
+    return _row_documents(_read_csv(path, source), source)
 
 
 def _read_file(file: Path, name: str) -> list[Record]:
     try:
-        is_csv = file.suffix.lower() in (".csv", ".tsv")
+        is_csv = file.suffix.lower() in _CSV_SUFFIXES
         return _read_csv(file, name) if is_csv else _read_json(file, name)
     except OSError as exc:
         msg = f"cannot read the file ({exc.strerror or exc})"
@@ -278,7 +341,8 @@ def load_records(
     Args:
         path: the file; CSV when its suffix is ``.csv``/``.tsv``, JSON(L) otherwise.
         text_field: the field holding the text; the other fields become metadata. ``None``
-            chooses as :func:`parsers.load` does (and detects BEIR corpora).
+            reads as :func:`parsers.load` does (every column of a CSV row; for JSON the
+            text field it chooses, and BEIR corpora detected).
         source: the ``source`` metadata; defaults to ``str(path)``.
 
     Returns:
@@ -288,7 +352,10 @@ def load_records(
         ParseError: unreadable file, invalid records, or ``text_field`` in no record.
     """
     name = str(path) if source is None else source
-    return _to_documents(_read_file(Path(path), name), name, text_field)
+    records = _read_file(Path(path), name)
+    if text_field is None and Path(path).suffix.lower() in _CSV_SUFFIXES:
+        return _row_documents(records, name)
+    return _to_documents(records, name, text_field)
 
 
 def _check_beir_record(fields: Mapping[str, Any], source: str, row: int) -> None:

@@ -11,7 +11,9 @@ Decoding (:func:`decode_bytes`), in order:
 5. Decoded text with more than 1% control characters is binary content after all.
 
 Text files give one document; the text is normalised (:mod:`parsers.normalize`). A ``.rst``
-file also gets its section titles as the outline, so its chunks carry ``headings``.
+file also gets its section titles as the outline, so its chunks carry ``headings``, and its
+first title as ``title``, as Markdown does. Configuration files (``.toml``, ``.ini``,
+``.cfg``, ``.conf``) are text too: their first ``[section]`` line must not make them JSON.
 
 Line-oriented files (plain text, Markdown, CSV, JSON Lines) are read by :func:`read_lines`,
 which refuses a line longer than :data:`MAX_LINE_BYTES` as soon as it has read that far, so a
@@ -173,13 +175,17 @@ def decode_bytes(data: bytes, path: str | Path) -> str:
     ".text",
     ".log",
     ".rst",
+    ".toml",
+    ".ini",
+    ".cfg",
+    ".conf",
     sniff=looks_like_text,
     name="text",
     _priority=FALLBACK_PRIORITY,
     _builtin=True,
 )
 def parse_text(path: Path, *, source: str, password: str | None = None) -> list[Document]:
-    """Parse a plain-text file into one document (``title`` is not set: text has none).
+    """Parse a plain-text file into one document (``title``: a reST file's first title).
 
     Raises:
         ParseError: unreadable, binary, undecodable, or a line over :data:`MAX_LINE_BYTES`.
@@ -190,5 +196,8 @@ def parse_text(path: Path, *, source: str, password: str | None = None) -> list[
         return []
     metadata: dict[str, JsonValue] = {"source": source}
     if path.suffix.lower() == ".rst":
-        metadata[OUTLINE_KEY] = rst_outline(text)
+        outline = rst_outline(text)
+        metadata[OUTLINE_KEY] = outline
+        if outline and isinstance(outline[0], list):
+            metadata["title"] = outline[0][2]
     return [Document(text=text, metadata=metadata)]

@@ -1,5 +1,8 @@
 """``rag build``, ``update``, ``versions``, ``rollback`` and ``info``: an index's lifecycle.
 
+``rag build --dry-run`` lists what a build would index and skip, by type, from the build's
+own selection and planning code; a build that finds no text says why, file by file.
+
 ``rag build --out`` over an existing index never replaces it by surprise: with the same
 sources, selection and settings it updates it in place (only changed files are parsed);
 with other ones it stops and changes nothing unless ``--force``, and even then the
@@ -10,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,7 @@ from ragtools.indexes._persist import read_manifest
 from ragtools.indexes.bundle import MANIFEST, Index, load_state
 from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION
 from ragtools.indexes.settings import IndexSettings
+from ragtools.indexes.sources import parse_files, plan_sources, source_root
 from ragtools.indexes.versions import (
     current_version,
     is_index_root,
@@ -26,7 +32,11 @@ from ragtools.indexes.versions import (
 from ragtools.indexes.writer import UpdateReport
 from ragtools.parsers import Selection
 from ragtools.parsers.errors import ConfigError, IndexLoadError
+from ragtools.parsers.policy import type_label
 from ragtools.retrieval._cli_output import emit, emit_text, print_problems, show_progress
+
+#: What the index writer's error says when no file gave any text (the build then says why).
+NO_TEXT = "no text to index"
 
 #: The settings ``rag build`` sets from its options; the others keep their defaults.
 CLI_SETTINGS = ("chunk_size", "chunk_overlap", "model", "precision", "vector", "keep_versions")
@@ -77,10 +87,84 @@ def _differences(index: Index, roots: list[str], rules: Selection, wanted: dict[
     return "; ".join(found)
 
 
+def _relative(path: str, root: Path) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+def _groups(rows: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str], list[str]]:
+    """``(type, reason, path)`` rows grouped by type and reason, in sorted order."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for kind, reason, path in sorted(rows):
+        groups.setdefault((kind, reason), []).append(path)
+    return groups
+
+
+def _files(count: int) -> str:
+    return f"{count} file" if count == 1 else f"{count} files"
+
+
+def dry_run(sources: Sequence[str], rules: Selection) -> list[str]:
+    """``rag build --dry-run``: what a build would index, skip and fail, by type.
+
+    The plan comes from :func:`ragtools.indexes.sources.plan_sources`, the selection and
+    planning code the build itself runs, so the two cannot disagree (a file planned for
+    parsing may still fail, or hold no text, once parsed).
+    """
+    plan = plan_sources(sources, rules)
+    root = source_root([str(Path(s).expanduser().resolve()) for s in sources])
+    lines = [
+        f"dry run (nothing written): {_files(len(plan.parse))} would be indexed, "
+        f"{len(plan.skipped)} skipped, {len(plan.errors)} would fail"
+    ]
+    indexed = _groups((kind, "", _relative(path, root)) for path, kind in plan.parse)
+    skipped = _groups(
+        ("folder" if Path(path).is_dir() else type_label(path), why, _relative(path, root))
+        for path, why in plan.skipped
+    )
+    failed = _groups(
+        (type_label(f.path), f.message.removeprefix(f"{f.path}: "), _relative(f.path, root))
+        for f in plan.errors
+    )
+    for verb, groups in (("index", indexed), ("skip", skipped), ("fail", failed)):
+        for (kind, why), paths in groups.items():
+            lines.append(f"{verb} {kind} ({_files(len(paths))})" + (f": {why}" if why else ""))
+            lines.extend(f"  {path}" for path in paths)
+    return lines
+
+
+def _explain_no_text(sources: Sequence[str], rules: Selection, password: str | None) -> None:
+    """Print why a build found no text: every file skipped, failed or empty, with why.
+
+    The build stops before it records its failures, so they are found again: the plan
+    gives the skips, and parsing the planned files (the failures' only cost) the rest.
+    """
+    plan = plan_sources(sources, rules)
+    roots = [str(Path(s).expanduser().resolve()) for s in sources]
+    files = [Path(path) for path, _ in plan.parse]
+    logging.disable(logging.WARNING)  # the build has logged this parse's warnings once
+    try:
+        parsed = parse_files(files, root=source_root(roots), show_progress=False, password=password)
+    finally:
+        logging.disable(logging.NOTSET)
+    print_problems([*plan.errors, *parsed.failures], plan.skipped)
+    for path, documents in sorted(parsed.by_file.items()):
+        if not documents:
+            emit(f"no text in {path}", err=True)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
+    rules = selection_of(args) or Selection()
+    if args.dry_run:
+        emit(*dry_run(args.sources, rules))
+        return 0
+    if args.out is None:
+        msg = "rag build needs --out INDEX, the index directory to write (or --dry-run)"
+        raise ConfigError(msg)
     out = Path(args.out)
     wanted = _settings_of(args)
-    rules = selection_of(args) or Selection()
     progress = show_progress(quiet=args.quiet)
     if is_index_root(out):
         index = Index.open(out)
@@ -111,15 +195,20 @@ def cmd_build(args: argparse.Namespace) -> int:
             msg = "--ray builds shards: give --shards N too"
             raise ConfigError(msg)
         sharding.update(engine="ray", address=args.ray or None)
-    index = Index.build(
-        args.sources,
-        out,
-        show_progress=progress,
-        selection=rules,
-        password=args.password,
-        **sharding,
-        **wanted,
-    )
+    try:
+        index = Index.build(
+            args.sources,
+            out,
+            show_progress=progress,
+            selection=rules,
+            password=args.password,
+            **sharding,
+            **wanted,
+        )
+    except ConfigError as exc:
+        if NO_TEXT in str(exc):
+            _explain_no_text(args.sources, rules, args.password)
+        raise
     counts = index.manifest.get("counts", {})
     in_shards = f" in {counts['shards']} shards" if "shards" in counts else ""
     replaced = counts.get("replaced", 0)  # lone surrogates the parsers replaced by U+FFFD

@@ -235,7 +235,12 @@ def _parser() -> argparse.ArgumentParser:
     defaults = IndexSettings()
     build = command("build", "build an index from files and folders")
     build.add_argument("sources", nargs="+", help="files or directories to index")
-    build.add_argument("--out", required=True, help="index directory to write")
+    build.add_argument("--out", help="index directory to write (required unless --dry-run)")
+    build.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list, by type, the files a build would index and skip (and why); write nothing",
+    )
     build.add_argument("--chunk-size", type=int, default=defaults.chunk_size, help="characters")
     build.add_argument(
         "--chunk-overlap", type=int, default=defaults.chunk_overlap, help="characters"

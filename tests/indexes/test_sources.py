@@ -26,7 +26,7 @@ def test_update_reuses_the_recorded_selection_and_keeps_skips_apart(tmp_path: Pa
     assert index.failures == []
     assert index.skipped == [
         (str(root / "drafts"), "excluded by pattern"),
-        (str(root / "pic.png"), "binary file of unknown type (.png)"),
+        (str(root / "pic.png"), "image (png): not text, and no parser reads it"),
     ]
     assert index.manifest["counts"]["files"] == 1 and index.manifest["counts"]["skipped"] == 2
     (docs / "drafts" / "e.md").write_text("# E\n\nAnother draft.")

@@ -269,12 +269,38 @@ def test_damaged_docx_is_a_parse_error(tmp_path: Path) -> None:
 # ---- records ----------------------------------------------------------------------------
 
 
-def test_csv_rows(tmp_path: Path) -> None:
-    path = write(tmp_path / "r.csv", "id;body;source\n1;The first row has text.;web\n2;;x\n")
+def test_csv_rows_are_searchable_by_every_column(tmp_path: Path) -> None:
+    text = "id;body;source\n1;The first row has text.;web\n2;;x\n;;\n"
+    path = write(tmp_path / "r.csv", text)
     docs = parsers.load(path)
-    assert len(docs) == 1  # the row without text is skipped
-    assert docs[0].text == "The first row has text."
-    assert own(docs[0]) == {"source": path.name, "row": 1, "id": "1", "record_source": "web"}
+    assert len(docs) == 2  # the row without any cell is skipped
+    assert docs[0].text == "id: 1\nbody: The first row has text.\nsource: web"
+    assert docs[1].text == "id: 2\nsource: x"  # empty cells leave no line
+    assert own(docs[0]) == {
+        "source": path.name,
+        "row": 1,
+        "id": "1",
+        "body": "The first row has text.",
+        "record_source": "web",
+        "title": "The first row has text.",  # the first column that is not numbers
+    }
+    assert "title" not in docs[1].metadata  # its title cell is empty
+    assert [d.text for d in load_records(path, text_field="body")] == [docs[0].metadata["body"]]
+
+
+@pytest.mark.parametrize(
+    ("header", "title"),
+    [("code,Name,limit", "Gamma"), ("code,limit,TITLE", "big"), ("code,limit,note", "g-1")],
+)
+def test_csv_title_column(tmp_path: Path, header: str, title: str) -> None:
+    """The title column: one named title or name (any case), else the first that is not
+    numbers, else the first."""
+    cells = {"code": "g-1", "Name": "Gamma", "limit": "1000", "TITLE": "big", "note": "n"}
+    row = ",".join(cells[name] for name in header.split(","))
+    path = write(tmp_path / "t.csv", f"{header}\n{row}\n")
+    assert parsers.load(path)[0].metadata["title"] == title
+    numbers = write(tmp_path / "n.csv", "a,b\n1,2.5\n3,-4\n")
+    assert [d.metadata["title"] for d in parsers.load(numbers)] == ["1", "3"]
 
 
 def test_json_array_and_text_field(tmp_path: Path) -> None:
@@ -370,8 +396,10 @@ def test_broken_json_stays_a_json_error(tmp_path: Path) -> None:
 
 
 def test_unknown_binary_is_unsupported(tmp_path: Path) -> None:
-    with pytest.raises(ParseError, match="unsupported file type"):
+    with pytest.raises(ParseError, match=r"unsupported file type: image \(png\): not text"):
         parsers.load(write(tmp_path / "x.bin", b"\x89PNG\r\n\x1a\n\x00\x00\x00"))
+    with pytest.raises(ParseError, match=r"binary file of unknown type \(\.dat\)"):
+        parsers.load(write(tmp_path / "x.dat", b"\x00\x01\x02 proprietary\x00"))
 
 
 def test_register_parser_by_suffix_and_sniff(tmp_path: Path) -> None:
@@ -429,3 +457,140 @@ def test_resolve_prefers_sniffed_magic(pdf_dir: Path) -> None:
     head = (pdf_dir / "multilang.pdf").read_bytes()[:4096]
     spec = resolve(Path("x.html"), head)
     assert spec is not None and spec.name == "pdf"
+
+
+# ---- SVG, notebooks, configuration files (the document policy of parsers.policy) -------
+
+DRAWIO_SVG = """<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">
+<svg xmlns="http://www.w3.org/2000/svg" width="200" height="80">
+  <title>Request flow</title>
+  <desc>How a request &amp; its response travel</desc>
+  <defs><style>.edge { stroke: #000; }</style></defs>
+  <g><path d="M 10 20 L 30 40 C 50 60 70 80 90 100" fill="none"/>
+    <switch>
+      <foreignObject width="80" height="20"><div xmlns="http://www.w3.org/1999/xhtml">
+        <div>Client</div></div></foreignObject>
+      <text x="40" y="14">Client</text>
+    </switch>
+    <g><title>tooltip: the server</title></g>
+    <text x="1" y="2"><tspan>Path</tspan><tspan>operation</tspan></text>
+  </g>
+</svg>
+"""
+
+
+def test_svg_gives_its_words_never_its_markup(tmp_path: Path) -> None:
+    path = write(tmp_path / "flow.svg", DRAWIO_SVG)
+    (doc,) = parsers.load(path)
+    assert doc.text == (
+        "Request flow\nHow a request & its response travel\nClient\n"
+        "tooltip: the server\nPath operation"
+    )  # the foreignObject copy of "Client" is not counted twice; tspans stay apart
+    assert doc.metadata["title"] == "Request flow"  # the root's title, not the group's
+    assert doc.metadata["file_type"] == "svg"
+
+
+@pytest.mark.parametrize(
+    ("markup", "words"),
+    [
+        (
+            '<svg:svg xmlns:svg="http://www.w3.org/2000/svg"><svg:text>Prefixed</svg:text></svg:svg>',
+            "Prefixed",
+        ),
+        ("\ufeff<!-- by hand -->\n<svg><text>Unclosed <tspan>at the end", "Unclosed at the end"),
+        ('<svg viewBox="0 0 1 1"><text>Stray &amp; end</b></text></svg>', "Stray & end"),
+    ],
+)
+def test_svg_words_from_odd_markup_and_without_a_suffix(
+    tmp_path: Path, markup: str, words: str
+) -> None:
+    assert [d.text for d in parsers.load(write(tmp_path / "d.svg", markup))] == [words]
+    assert [d.text for d in parsers.load(write(tmp_path / "drawing", markup))] == [words]
+
+
+def test_svg_without_words_gives_no_document(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = write(tmp_path / "shapes.svg", '<svg><path d="M0 0 L 1 1"/><text> </text></svg>')
+    assert parsers.load(path) == []
+    assert "shapes.svg: SVG without <title>, <desc> or <text>" in caplog.text
+
+
+def notebook(cells: list[dict[str, object]], **extra: object) -> str:
+    meta = {"language_info": {"name": "python"}, "kernelspec": {"language": "python"}}
+    return json.dumps({"cells": cells, "metadata": meta, "nbformat": 4, **extra})
+
+
+def test_notebook_markdown_and_code_cells_without_outputs(tmp_path: Path) -> None:
+    cells = [
+        {"cell_type": "markdown", "source": ["# Training a model\n", "\n", "Load the data."]},
+        {
+            "cell_type": "code",
+            "execution_count": 3,
+            "source": "# not a heading\nmodel.fit(x, y)",
+            "outputs": [
+                {"output_type": "stream", "text": ["Epoch 1/10 loss 0.93\n"]},
+                {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo" * 50}},
+            ],
+        },
+        {"cell_type": "raw", "source": "\\LaTeX only"},
+        {"cell_type": "code", "source": [], "outputs": []},
+        {"cell_type": "markdown", "source": "## Results\nAccuracy is fine."},
+    ]
+    (doc,) = parsers.load(write(tmp_path / "train.ipynb", notebook(cells)))
+    assert doc.text == (
+        "# Training a model\n\nLoad the data.\n\n```python\n# not a heading\nmodel.fit(x, y)\n```"
+        "\n\n## Results\nAccuracy is fine."
+    )
+    assert doc.metadata["title"] == "Training a model"
+    assert doc.metadata["headings"] == ["Training a model", "Results"]
+    assert doc.metadata["file_type"] == "ipynb"
+    chunks = parsers.split([doc], chunk_size=60, chunk_overlap=0)
+    assert chunks[-1].metadata["headings"] == ["Training a model", "Results"]
+
+
+def test_notebook_format_3_and_errors(tmp_path: Path) -> None:
+    old = {"worksheets": [{"cells": [{"cell_type": "code", "input": ["print(1)"]}]}]}
+    (doc,) = parsers.load(write(tmp_path / "old.ipynb", json.dumps(old)))
+    assert doc.text == "```\nprint(1)\n```"
+    with pytest.raises(ParseError, match=r"bad\.ipynb: invalid notebook JSON"):
+        parsers.load(write(tmp_path / "bad.ipynb", '{"cells": ['))
+    with pytest.raises(ParseError, match=r"other\.ipynb: not a Jupyter notebook: no 'cells'"):
+        parsers.load(write(tmp_path / "other.ipynb", '{"text": "a record"}'))
+    with pytest.raises(ParseError, match="the JSON is a list"):
+        parsers.load(write(tmp_path / "list.ipynb", "[1, 2]"))
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("pyproject.toml", '[project]\nname = "demo"\n\n[[tool.mypy.overrides]]\nmodule = "x"\n'),
+        ("setup.cfg", "[metadata]\nname = demo\n[options]\nzip_safe = False\n"),
+        ("tox.ini", "[tox]\nenvlist = py311\n"),
+        ("nginx.conf", "[server]\nlisten 80;\n"),
+        ("settings", "[section]\nkey = value\n"),  # no suffix: by content
+        ("cargo-workspace", "[[package]]\nname = 'a'\n"),
+    ],
+)
+def test_configuration_files_are_text_not_json(tmp_path: Path, name: str, content: str) -> None:
+    (doc,) = parsers.load(write(tmp_path / name, content))
+    assert doc.text == content.strip()
+    suffix = Path(name).suffix[1:]
+    assert doc.metadata["file_type"] == (suffix or "txt")
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["[1, 2, 3]", '[\n  {"text": "a record"}\n]', "[[1], [2]]", '{"text": "x"}', "{}", "[true]"],
+)
+def test_json_without_a_suffix_is_still_json(tmp_path: Path, content: str) -> None:
+    spec = resolve(tmp_path / "data", content.encode())
+    assert spec is not None and spec.name == "json"
+
+
+def test_rst_title_is_its_first_section_title(tmp_path: Path) -> None:
+    text = "==========\nQuickstart\n==========\n\nIntro.\n\nInstall\n-------\n\npip install x\n"
+    (doc,) = parsers.load(write(tmp_path / "quickstart.rst", text))
+    assert doc.metadata["title"] == "Quickstart"
+    assert doc.metadata["headings"] == ["Quickstart", "Install"]

@@ -82,7 +82,7 @@ def test_mixed_tree(mixed_tree: Path) -> None:
         (f"{root}/.git", "hidden directory"),
         (f"{root}/.hidden.txt", "hidden file"),
         (f"{root}/h_empty.txt", "empty file"),
-        (f"{root}/j_image.bin", "binary file of unknown type (.bin)"),
+        (f"{root}/j_image.bin", "image (png): not text, and no parser reads it"),
         (
             f"{root}/k_big.txt",
             "larger than max_bytes (30000 > 20000 bytes): not read; raise max_bytes",
@@ -203,3 +203,97 @@ def test_spawned_workers(tmp_path: Path, pdf_dir: Path, monkeypatch: pytest.Monk
     pooled = load_dir(tmp_path, workers=2)
     assert pooled == load_dir(tmp_path, workers=1)
     assert [e.path for e in pooled.errors] == [str(tmp_path / "invalid.pdf")]
+
+
+# ---- the document policy (parsers.policy) -----------------------------------------------
+
+MINIFIED = "function a(b){return b*2}var c=a(3);" * 40  # one line of 1,400 characters
+UNKNOWN_BINARY = b"\x00\x01PROPRIETARY\x00" * 8
+
+
+@pytest.fixture
+def web_tree(tmp_path: Path) -> Path:
+    """A site folder: documents beside stylesheets, scripts, maps, locks and images."""
+    root = tmp_path / "site"
+    (root / "js").mkdir(parents=True)
+    (root / "guide.md").write_text("# Guide\n\nRead me.")
+    (root / "theme.css").write_text("body { color: #333; }\n.nav { display: flex; }\n")
+    (root / "js" / "termynal.js").write_text("// Animated terminal\nfunction type(line) {\n}\n")
+    (root / "js" / "vendor.js").write_text(MINIFIED)  # minified, whatever its name
+    (root / "js" / "app.min.js").write_text("var a = 1;\n")  # minified by its name
+    (root / "js" / "app.js.map").write_text('{"version":3,"sources":["a.js"],"mappings":"AAAA"}')
+    (root / "bundle.map").write_text('{"version": 3, "file": "b.js", "mappings": ";;AAAA"}')
+    (root / "route.map").write_text("A text map of the office floor.\n")  # not a source map
+    (root / "package-lock.json").write_text('{"name": "site", "lockfileVersion": 3}')
+    (root / "poetry.lock").write_text('[[package]]\nname = "x"\n')
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 10)
+    (root / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + b"\x01" * 64)
+    (root / "data.bin").write_bytes(UNKNOWN_BINARY)
+    return root
+
+
+POLICY_SKIPS = {
+    "bundle.map": "source map (map): skipped by default; an include pattern such as '*.map'"
+    " indexes it",
+    "data.bin": "binary file of unknown type (.bin): no parser reads it",
+    "js/app.js.map": "source map (map): skipped by default; an include pattern such as '*.map'"
+    " indexes it",
+    "js/app.min.js": "minified JavaScript (js): skipped by default; an include pattern such as"
+    " 'app.min.js' indexes it",
+    "js/vendor.js": "minified JavaScript (js): skipped by default; an include pattern such as"
+    " 'vendor.js' indexes it",
+    "logo.png": "image (png): not text, and no parser reads it",
+    "package-lock.json": "dependency lock file (package-lock.json): skipped by default; an include"
+    " pattern such as 'package-lock.json' indexes it",
+    "photo.jpg": "image (jpg): not text, and no parser reads it",
+    "poetry.lock": "dependency lock file (poetry.lock): skipped by default; an include pattern"
+    " such as 'poetry.lock' indexes it",
+    "theme.css": "stylesheet (css): skipped by default; an include pattern such as '*.css'"
+    " indexes it",
+}
+
+
+def test_policy_skips_what_is_not_a_document_with_a_reason(web_tree: Path) -> None:
+    result = load_dir(web_tree, workers=1)
+    assert result.errors == []
+    assert sorted(d.source for d in result.documents) == [
+        "guide.md", "js/termynal.js", "route.map"
+    ]  # fmt: skip
+    assert {Path(p).relative_to(web_tree).as_posix(): r for p, r in result.skipped} == POLICY_SKIPS
+
+
+def test_an_include_pattern_names_a_skipped_file_and_it_is_indexed(web_tree: Path) -> None:
+    rules = parsers.Selection(include=("*.css", "vendor.js", "*.md", "*.png"))
+    result = load_dir(web_tree, workers=1, selection=rules)
+    assert [d.source for d in result.documents] == ["guide.md", "js/vendor.js", "theme.css"]
+    assert "color: #333" in result.documents[2].text
+    assert [Path(p).name for p, _ in result.skipped] == ["logo.png"]  # no parser: still skipped
+    everything = load_dir(web_tree, workers=1, selection=parsers.Selection(include=("*",)))
+    assert len(everything.documents) == 10 and len(everything.skipped) == 3  # images, binary
+
+
+def test_a_file_named_on_its_own_is_always_read(web_tree: Path) -> None:
+    for name in ("theme.css", "js/vendor.js", "package-lock.json"):
+        assert [d.source for d in load_dir(web_tree / name, workers=1).documents] == [
+            Path(name).name
+        ]
+    assert parsers.load(web_tree / "js" / "vendor.js")[0].text == MINIFIED
+
+
+def test_plan_files_decides_as_load_files_does(web_tree: Path, tmp_path: Path) -> None:
+    from ragtools.parsers.loading import plan_files
+
+    (web_tree / "shapes.svg").write_text('<svg><rect width="1" height="1"/></svg>')
+    (web_tree / "flow.svg").write_text("<svg><text>Client</text></svg>")
+    (web_tree / "empty.txt").write_text("")
+    files = sorted(p for p in web_tree.rglob("*") if p.is_file())
+    plan = plan_files(files)
+    result = parsers.load_files(files, workers=1)
+    assert plan.skipped == result.skipped
+    assert ("shapes.svg", "SVG drawing without <title>, <desc> or <text>: no words to index") in [
+        (Path(p).name, r) for p, r in plan.skipped
+    ]
+    parsed = {str(Path(str(d.metadata["path"]))) for d in result.documents}
+    assert {path for path, _ in plan.parse} == parsed
+    kinds = {Path(path).name: kind for path, kind in plan.parse}
+    assert kinds["flow.svg"] == "svg" and kinds["guide.md"] == "md" and kinds["theme.css"] == "txt"

@@ -149,7 +149,7 @@ def test_caches_hidden_files_and_images_are_skipped_not_failed(tmp_path: Path) -
         (str(root / ".gitignore"), "hidden file"),
         (str(root / "__pycache__"), "Python bytecode cache"),
         (str(root / "generated"), f"ignored by {root / '.gitignore'}"),
-        (str(root / "logo.png"), "binary file of unknown type (.png)"),
+        (str(root / "logo.png"), "image (png): not text, and no parser reads it"),
     ]
 
 

@@ -82,6 +82,8 @@ def test_info(keyword_index: Path) -> None:
         (("search", "/no/such/index", "q"), "/no/such/index"),
         (("info", "/no/such/index"), "/no/such/index"),
         (("build", "/no/such/docs", "--out", "/tmp/never-built"), "/no/such/docs"),
+        (("build", "/no/such/docs"), "rag build needs --out INDEX"),
+        (("build", "/no/such/docs", "--dry-run"), "/no/such/docs"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(args: tuple[str, ...], needle: str) -> None:
@@ -215,3 +217,214 @@ def test_serve_runs_blas_single_threaded_once_ready(monkeypatch: pytest.MonkeyPa
     with threadpool_limits(limits=None):  # gives this process its BLAS threads back after
         assert cli.main(["serve", "some-index"]) == 0
     assert seen and set(seen) == {1}
+
+
+# ---- a real folder: the document policy end to end (#36) --------------------------------
+
+DRAWIO = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg">'
+    "<title>Request lifecycle</title>"
+    + '<path d="M 10 20 L 30 40 C 50 60 70 80 90 100" stroke="#000"/>'
+    * 300
+    + "<switch><foreignObject><div>dispatcher</div></foreignObject>"
+    "<text>dispatcher</text></switch></svg>"
+)
+MINIFIED_JS = "!function(e){var t={};function n(r){return t[r]}n.m=e}([]);" * 50
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "source": ["# Notebook tutorial\n", "The narwhal example."]},
+        {
+            "cell_type": "code",
+            "source": ["narwhal_count = 3\n", "print(narwhal_count)"],
+            "outputs": [{"output_type": "stream", "text": ["outputonlymarker 3\n"]}],
+        },
+    ],
+    "metadata": {"language_info": {"name": "python"}},
+    "nbformat": 4,
+}
+PLANS = "name,limit,comment\n" + "".join(f"plan-{n},{n * 250},tier {n}\n" for n in range(1, 9))
+RST = """Quickstart
+==========
+
+The axolotl server starts in one line.
+
+Install
+-------
+
+Run the installer.
+"""
+
+#: What a build of the folder indexes: a word of each text type and the file it must find.
+SEARCHABLE = {
+    "quokka": "docs/index.md",
+    "dispatcher": "docs/img/flow.svg",
+    "zeppelin": "pyproject.toml",
+    "walrus": "setup.cfg",
+    "platypus": "tox.ini",
+    "narwhal": "docs/tutorial.ipynb",
+    "axolotl": "docs/quickstart.rst",
+    "highlightTermynal": "docs/js/custom.js",
+    "limit 1000": "data/plans.csv",
+}
+#: What it skips, each with the start of its reason.
+SKIPPED = {
+    "docs/img/logo.png": "image (png): not text",
+    "docs/img/shapes.svg": "SVG drawing without <title>, <desc> or <text>",
+    "docs/css/theme.css": "stylesheet (css): skipped by default",
+    "docs/js/bundle.min.js": "minified JavaScript (js): skipped by default",
+    "docs/js/bundle.min.js.map": "source map (map): skipped by default",
+    "package-lock.json": "dependency lock file (package-lock.json)",
+}
+
+
+def make_real_folder(root: Path) -> Path:
+    """A project as users have one: Markdown with SVG and PNG images, JS/CSS, TOML/INI/CFG,
+    a notebook, a reST page and a CSV with numbers in its second column."""
+    files: dict[str, str | bytes] = {
+        "docs/index.md": "# Home\n\nThe quokka framework.\n\n![flow](img/flow.svg)\n"
+        "![logo](img/logo.png)\n",
+        "docs/img/flow.svg": DRAWIO,
+        "docs/img/shapes.svg": '<svg xmlns="http://www.w3.org/2000/svg">'
+        + '<rect x="1" y="2" width="3" height="4" fill="#abc"/>' * 50
+        + "</svg>",
+        "docs/img/logo.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4,
+        "docs/css/theme.css": ".md-typeset { color: #ff0000; margin: 0 auto; }\n",
+        "docs/js/custom.js": "// Start the terminal animation.\nfunction highlightTermynal() {\n"
+        "  return document.querySelectorAll('.termy');\n}\n",
+        "docs/js/bundle.min.js": MINIFIED_JS,
+        "docs/js/bundle.min.js.map": '{"version":3,"sources":["a.js"],"mappings":"AAAA,CAAC"}',
+        "docs/tutorial.ipynb": json.dumps(NOTEBOOK),
+        "docs/quickstart.rst": RST,
+        "pyproject.toml": '[project]\nname = "zeppelin-docs"\nversion = "1.0"\n',
+        "setup.cfg": "[metadata]\nname = walrus\n",
+        "tox.ini": "[tox]\nenvlist = platypus\n",
+        "package-lock.json": '{"name": "site", "lockfileVersion": 3}',
+        "data/plans.csv": PLANS,
+    }
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+def dry_run_listing(stdout: str) -> tuple[dict[str, str], dict[str, str]]:
+    """``rag build --dry-run``'s listing: ``{path: type}`` to index, ``{path: reason}`` skipped."""
+    indexed: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    verb = kind = reason = ""
+    for line in stdout.splitlines()[1:]:
+        if line.startswith("  "):
+            if verb == "index":
+                indexed[line.strip()] = kind
+            elif verb == "skip":
+                skipped[line.strip()] = reason
+            continue
+        verb, rest = line.split(" ", 1)
+        kind, _, reason = rest.partition(": ")
+        kind = kind.split(" (")[0]
+    return indexed, skipped
+
+
+@pytest.fixture(scope="module")
+def real_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_real_folder(tmp_path_factory.mktemp("project"))
+
+
+@pytest.fixture(scope="module")
+def real_index(real_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("built") / "index"
+    rag("build", str(real_folder), "--out", str(out), "--no-vector")
+    return out
+
+
+def test_no_chunk_holds_markup_styles_or_minified_code(real_index: Path) -> None:
+    chunks = Index.open(real_index).chunks
+    text = "\n".join(chunk.text for chunk in chunks)
+    for needle in ("<svg", "<path", "stroke=", "#ff0000", "md-typeset", "!function", "mappings",
+                   "lockfileVersion", "outputonlymarker", "IHDR"):  # fmt: skip
+        assert needle not in text, needle
+    sources = {str(chunk.metadata["source"]) for chunk in chunks}
+    assert sources == set(SEARCHABLE.values())
+
+
+@pytest.mark.parametrize(("query", "source"), SEARCHABLE.items())
+def test_every_text_type_is_searchable(real_index: Path, query: str, source: str) -> None:
+    proc = rag("search", str(real_index), query, "--mode", "keyword", "-k", "1", "--json")
+    (hit,) = json.loads(proc.stdout)
+    assert hit["chunk"]["metadata"]["source"] == source
+    if source.endswith(".csv"):
+        assert hit["chunk"]["metadata"]["title"] == "plan-4"
+        assert "limit: 1000" in hit["chunk"]["text"]
+
+
+def test_titles_and_headings_of_the_new_types(real_index: Path) -> None:
+    by_source = {str(c.metadata["source"]): c for c in Index.open(real_index).chunks}
+    assert by_source["docs/img/flow.svg"].metadata["title"] == "Request lifecycle"
+    assert by_source["docs/img/flow.svg"].text == "Request lifecycle\ndispatcher"
+    assert by_source["docs/tutorial.ipynb"].metadata["title"] == "Notebook tutorial"
+    assert "```python\nnarwhal_count = 3" in by_source["docs/tutorial.ipynb"].text
+    assert by_source["docs/quickstart.rst"].metadata["title"] == "Quickstart"
+    assert by_source["docs/quickstart.rst"].metadata["headings"] == ["Quickstart", "Install"]
+
+
+def test_dry_run_matches_what_the_build_does(real_folder: Path, real_index: Path) -> None:
+    proc = rag("build", str(real_folder), "--dry-run")
+    indexed, skipped = dry_run_listing(proc.stdout)
+    assert proc.stdout.splitlines()[0] == (
+        f"dry run (nothing written): {len(SEARCHABLE)} files would be indexed, "
+        f"{len(SKIPPED)} skipped, 0 would fail"
+    )
+    index = Index.open(real_index)
+    assert set(indexed) == {str(c.metadata["source"]) for c in index.chunks}
+    assert indexed["docs/tutorial.ipynb"] == "ipynb" and indexed["docs/img/flow.svg"] == "svg"
+    root = real_folder.resolve()
+    built = {Path(path).relative_to(root).as_posix(): why for path, why in index.skipped}
+    assert built == skipped
+    assert set(skipped) == set(SKIPPED)
+    for path, start in SKIPPED.items():
+        assert skipped[path].startswith(start), (path, skipped[path])
+    assert "skip png (1 file): image (png): not text, and no parser reads it" in proc.stdout
+    assert not list(real_folder.rglob("manifest.json"))  # a dry run writes nothing
+
+
+def test_library_build_and_plan_agree_with_the_command(real_folder: Path, tmp_path: Path) -> None:
+    from ragtools.indexes.sources import plan_sources
+
+    index = Index.build([real_folder], tmp_path / "lib", vector=False)
+    plan = plan_sources([real_folder])
+    root = real_folder.resolve()
+    assert {Path(p).relative_to(root).as_posix() for p, _ in plan.parse} == set(SEARCHABLE.values())
+    assert plan.skipped == index.skipped and plan.errors == [] and index.failures == []
+    assert {str(c.metadata["source"]) for c in index.chunks} == set(SEARCHABLE.values())
+
+
+def test_an_include_pattern_indexes_what_the_policy_skips(real_folder: Path) -> None:
+    proc = rag("build", str(real_folder), "--dry-run", "--include", "*.css", "--include", "*.md")
+    indexed, skipped = dry_run_listing(proc.stdout)
+    assert indexed == {"docs/css/theme.css": "txt", "docs/index.md": "md"}
+    assert skipped == {}
+
+
+def test_when_every_file_fails_the_reasons_are_printed(tmp_path: Path) -> None:
+    root = tmp_path / "nothing"
+    root.mkdir()
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 10)
+    (root / "broken.json").write_text('{"text": unquoted}')
+    (root / "blank.svg").write_text('<svg><circle r="3"/></svg>')
+    (root / "blank.md").write_text("---\ntitle: only front matter\n---\n")
+    proc = rag("build", str(root), "--out", str(tmp_path / "i"), "--no-vector", "-q", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    root = root.resolve()
+    assert proc.stderr.splitlines() == [
+        f"skipped {root / 'blank.svg'}: SVG drawing without <title>, <desc> or <text>: "
+        "no words to index",
+        f"skipped {root / 'logo.png'}: image (png): not text, and no parser reads it",
+        f"failed {root / 'broken.json'}: invalid JSON (Expecting value: line 1 column 10 (char 9))",
+        f"no text in {root / 'blank.md'}",
+        f"rag: error: {tmp_path / 'i'}: no text to index (all sources empty, unreadable or "
+        "without text)",
+    ]

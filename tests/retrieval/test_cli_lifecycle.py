@@ -143,7 +143,7 @@ def test_gitignored_files_caches_and_images_are_skipped_not_failed(tmp_path: Pat
         f"skipped {root / '__pycache__'}: Python bytecode cache",
         f"skipped {root / 'build'}: ignored by {root / '.gitignore'}",
         f"skipped {root / 'debug.log'}: ignored by {root / '.gitignore'}",
-        f"skipped {root / 'logo.png'}: binary file of unknown type (.png)",
+        f"skipped {root / 'logo.png'}: image (png): not text, and no parser reads it",
     ]
     every = rag("build", str(docs), "--out", str(tmp_path / "all"), "--no-vector", "--no-gitignore")
     assert "5 chunks from 5 files" in every.stdout
