@@ -96,8 +96,7 @@ def _update(
             )
     units = [shard_of(f, n) for f in files]
     tracked = {"sources": roots, "meta": index.meta}
-    fresh = finish(index.path, index.settings, built, units, tracked, index._base_embedder)
-    index.adopt(fresh)
+    finish(index.path, index.settings, built, units, tracked, index._base_embedder, into=index)
     new_failures = [f for b in built for f in b.failures if f.path in stale]
     return UpdateReport(
         added=[f for f in files if f not in old],

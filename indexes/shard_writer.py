@@ -284,8 +284,12 @@ def finish(
     units: Sequence[int] | np.ndarray,
     tracked: dict[str, Any],
     embedder: Embedder | None,
+    into: ShardedIndex | None = None,
 ) -> ShardedIndex:
-    """Merge the statistics and write the top version that makes ``built`` live together."""
+    """Merge the statistics and write the top version that makes ``built`` live together.
+
+    Returns the new version opened, or ``into`` (the index being updated) showing it: it
+    moves its pin to the new version before old versions are collected."""
     shard_of_row = _place(units, built)
     placed = rows_by_shard(shard_of_row, len(built))
     if not any(len(r) for r in placed):
@@ -345,9 +349,12 @@ def finish(
 
     with writer_lock(path):
         write_version(path, write, keep=None)
-        _collect(Path(path), settings.keep_versions)
         opened = Index.open(path, embedder=embedder)
-    assert isinstance(opened, ShardedIndex)
+        assert isinstance(opened, ShardedIndex)
+        if into is not None:
+            into.adopt(opened)
+            opened = into
+        _collect(Path(path), settings.keep_versions)
     return opened
 
 

@@ -83,6 +83,7 @@ __all__ = [
     "WRITER_TIMEOUT",
     "VersionPin",
     "collect",
+    "collect_unused",
     "collecting",
     "current_version",
     "disk_full",
@@ -429,6 +430,13 @@ def collect(root: str | Path, keep: int, *, protect: Iterable[str] = ()) -> list
     return gone
 
 
+def collect_unused(root: str | Path, keep: int) -> list[str]:
+    """:func:`collect` when no reader is opening a version, else nothing (the next write
+    collects). Call only while holding the writer lock."""
+    with collecting(root) as free:
+        return collect(root, keep) if free else []
+
+
 def switch_version(
     root: str | Path, name: str, *, check: Callable[[Path], object] | None = None
 ) -> Path:
@@ -510,8 +518,6 @@ def write_version(
                 raise _no_space(root, exc, tmp) from exc
             raise
         if keep is not None:
-            with collecting(root) as free:
-                if free:
-                    collect(root, keep)
+            collect_unused(root, keep)
     logger.info("index %s: version %s is live", root, name)
     return final

@@ -39,7 +39,7 @@ from ragtools.indexes.manifest import (
 from ragtools.indexes.settings import IndexSettings, keyword_text
 from ragtools.indexes.sources import fingerprint, parse_files, select_sources, source_root
 from ragtools.indexes.store import write_chunks
-from ragtools.indexes.versions import write_version, writer_lock
+from ragtools.indexes.versions import collect_unused, write_version, writer_lock
 from ragtools.indexes.windows import WindowedVectorIndex
 from ragtools.parsers import Chunk, Document, FileError, Selection, split
 from ragtools.parsers.errors import ConfigError
@@ -330,11 +330,12 @@ class IndexWriter:
         def write(directory: Path) -> None:
             written.update(self._write(directory, state, tracked, texts))
 
-        keep = settings.keep_versions if self.collect else None
         with writer_lock(index.path):  # the new version stays live until the index pins it
-            final = write_version(index.path, write, keep=keep)
+            final = write_version(index.path, write, keep=None)
             stored = DocumentTexts.open(final, written["files"])
             index.show(IndexState(settings, state.chunks, bm25, vector, written, stored), final)
+            if self.collect:  # after the pin moved: the previous version is not kept for us
+                collect_unused(index.path, settings.keep_versions)
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         embedder = self.index.embedder

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -11,15 +13,26 @@ from pathlib import Path
 
 import pytest
 
+from ragtools.indexes import versions
+from ragtools.indexes.bundle import Index
 from ragtools.indexes.store import read_chunks, write_chunks
 from ragtools.indexes.versions import (
+    COUNTER,
     POINTER,
+    collect,
+    collecting,
     current_version,
+    disk_full,
     is_index_root,
+    list_versions,
     reading,
+    switch_version,
     write_version,
+    writer_lock,
 )
-from ragtools.parsers import Chunk, ConfigError, IndexLoadError
+from ragtools.indexes.writer import IndexWriter
+from ragtools.parsers import Chunk, ConfigError, Document, IndexLoadError, split
+from ragtools.parsers.errors import IndexStateError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -220,3 +233,168 @@ def test_no_module_of_the_package_imports_fcntl() -> None:
     assert sources
     offenders = [str(p) for p in sources if "import fcntl" in p.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+# ---- the commit protocol: numbering, collection, pins, locks, disk full ----------------------
+
+
+def test_numbers_come_from_the_counter_never_from_the_versions_left(tmp_path: Path) -> None:
+    root = tmp_path / "idx"
+    for text in ("a", "b", "c"):
+        write_version(root, _writer(text), keep=3)
+    switch_version(root, "v-000001")
+    shutil.rmtree(root / "versions" / "v-000003")  # as a cleanup of "orphans" once did
+    shutil.rmtree(root / "versions" / "v-000002")
+    assert write_version(root, _writer("d"), keep=3).name == "v-000004"
+    (root / COUNTER).unlink()  # an index written before the counter: after the newest
+    assert write_version(root, _writer("e"), keep=3).name == "v-000005"
+    assert (root / COUNTER).read_text(encoding="utf-8").strip() == "6"
+
+
+def test_collection_keeps_the_live_version_after_a_rollback(tmp_path: Path) -> None:
+    root = tmp_path / "idx"
+    for text in ("a", "b", "c"):
+        write_version(root, _writer(text), keep=3)
+    switch_version(root, "v-000001")
+    with writer_lock(root), collecting(root) as free:
+        assert free
+        assert collect(root, 1) == ["v-000002"]
+    assert [p.name for p in list_versions(root)] == ["v-000001", "v-000003"]
+    assert current_version(root).name == "v-000001"
+
+
+def test_an_open_index_pins_its_version_until_closed(tmp_path: Path) -> None:
+    docs = [Document(text="Honey bees dance.", metadata={"source": "a.txt"})]
+    path = tmp_path / "i"
+    Index.from_documents(docs, path, vector=False, keep_versions=1)
+    reader = Index.open(path)
+    pinned = reader.version_dir
+    assert pinned is not None
+    writer = Index.open(path)
+    for word in ("waggle", "hive", "queen"):
+        IndexWriter(writer).add(split([Document(text=word, metadata={"source": "b.txt"})]))
+    assert pinned.is_dir()  # three writes later, kept for the open reader
+    assert [c.text for c in reader.chunks] == ["Honey bees dance."]
+    assert reader.keyword_search("honey", 1)
+    reader.close()
+    IndexWriter(writer).delete(["nothing"])  # no change, no write: still there
+    assert pinned.is_dir()
+    IndexWriter(writer).add(split([Document(text="sun", metadata={"source": "c.txt"})]))
+    assert not pinned.exists()
+    assert [p.name for p in list_versions(path)] == ["v-000005"]
+    assert writer.version_dir == path / "versions" / "v-000005"
+
+
+PIN_AND_HANG = """
+import sys, time
+from ragtools.indexes.bundle import Index
+index = Index.open(sys.argv[1])
+print(index.version_dir.name, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_readers_pin_is_recognised_and_removed(tmp_path: Path) -> None:
+    root = tmp_path / "idx"
+    Index.from_documents([Document(text="first")], root, vector=False, keep_versions=1)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PIN_AND_HANG, str(root)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "v-000001"
+    index = Index.open(root)
+    IndexWriter(index).add(split([Document(text="second")]))
+    assert (root / "versions" / "v-000001").is_dir()  # the other process still reads it
+    proc.kill()
+    proc.wait()
+    IndexWriter(index).add(split([Document(text="third")]))
+    assert [p.name for p in list_versions(root)] == ["v-000003"]
+    assert [p.name for p in (root / ".pins").iterdir()] == [f"v-000003.{index_pin(index)}"]
+
+
+def index_pin(index: Index) -> str:
+    pins = [p.name for p in (index.path / ".pins").iterdir()]
+    assert len(pins) == 1
+    return pins[0].split(".", 1)[1]
+
+
+def test_a_second_writer_waits_then_names_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "idx"
+    write_version(root, _writer("a"))
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with writer_lock(root):
+            holding.set()
+            release.wait(timeout=60)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert holding.wait(timeout=30)
+    monkeypatch.setattr(versions, "WRITER_TIMEOUT", 0.3)
+    try:
+        with pytest.raises(IndexStateError, match=rf"{root}: another writer .* nothing was"):
+            write_version(root, _writer("b"))
+        with pytest.raises(IndexStateError, match="another writer"):
+            switch_version(root, "v-000001")
+    finally:
+        release.set()
+        thread.join()
+    assert write_version(root, _writer("b")).name == "v-000002"
+
+
+def test_a_collection_killed_half_way_leaves_no_partial_version(tmp_path: Path) -> None:
+    root = tmp_path / "idx"
+    for text in ("a", "b"):
+        write_version(root, _writer(text), keep=3)
+    # what a collector killed after its rename and during its rmtree leaves
+    doomed = root / "versions" / ".tmp-gc-v-000001-deadbeef"
+    os.rename(root / "versions" / "v-000001", doomed)
+    (doomed / "data.txt").unlink()
+    assert [p.name for p in list_versions(root)] == ["v-000002"]
+    with pytest.raises(ConfigError, match="no version 'v-000001'"):
+        switch_version(root, "v-000001")
+    write_version(root, _writer("c"), keep=3)
+    assert not doomed.exists()
+
+
+def test_rollback_checks_the_version_under_the_lock(tmp_path: Path) -> None:
+    root = tmp_path / "idx"
+    for text in ("a", "b"):
+        write_version(root, _writer(text), keep=3)
+
+    def damaged(directory: Path) -> None:
+        raise IndexLoadError(directory / "data.txt", "checksum mismatch")
+
+    with pytest.raises(IndexLoadError, match="checksum mismatch"):
+        switch_version(root, "v-000001", check=damaged)
+    assert current_version(root).name == "v-000002"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),
+        OSError("228780 requested and 49120 written"),
+    ],
+    ids=["errno", "numpy-short-write"],
+)
+def test_a_full_disk_names_enospc_the_path_and_the_index(tmp_path: Path, error: OSError) -> None:
+    root = tmp_path / "idx"
+    live = write_version(root, _writer("good"))
+
+    def full(directory: Path) -> None:
+        (directory / "data.txt").write_text("half", encoding="utf-8")
+        raise error
+
+    with pytest.raises(IndexStateError) as caught:
+        write_version(root, full)
+    message = str(caught.value)
+    assert message.startswith(f"{root}: no space left on device (ENOSPC) while writing {root}")
+    assert "the live version v-000001 is unchanged" in message
+    assert current_version(root) == live
+    assert not list((root / "versions").glob(".tmp-*"))
+    assert disk_full(error)
+    assert not disk_full(OSError(errno.EACCES, "Permission denied"))
