@@ -185,7 +185,7 @@ def writer_lock(root: str | Path, *, timeout: float | None = None) -> Iterator[N
     root = Path(root)
     _check_target(root)
     root.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(root / _LOCK, is_singleton=True)
+    lock = FileLock(root.resolve() / _LOCK, is_singleton=True)  # one per file, however named
     wait = WRITER_TIMEOUT if timeout is None else timeout
     try:
         lock.acquire(timeout=wait)

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from ragtools.indexes import versions
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.bundle import Index, open_version
 from ragtools.indexes.store import read_chunks, write_chunks
 from ragtools.indexes.versions import (
     COUNTER,
     POINTER,
     collect,
+    collect_unused,
     collecting,
     current_version,
     disk_full,
@@ -287,7 +291,7 @@ def test_an_open_index_pins_its_version_until_closed(tmp_path: Path) -> None:
 
 PIN_AND_HANG = """
 import sys, time
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.bundle import Index, open_version
 index = Index.open(sys.argv[1])
 print(index.version_dir.name, flush=True)
 time.sleep(600)
@@ -398,3 +402,106 @@ def test_a_full_disk_names_enospc_the_path_and_the_index(tmp_path: Path, error: 
     assert not list((root / "versions").glob(".tmp-*"))
     assert disk_full(error)
     assert not disk_full(OSError(errno.EACCES, "Permission denied"))
+
+
+# ---- races (stress) -----------------------------------------------------------------------------
+
+ROUNDS = 200
+
+
+@pytest.fixture
+def fast_dir(tmp_path: Path) -> Iterator[Path]:
+    """A folder in memory where there is one (/dev/shm): the race is about ordering, not
+    durability, and fsyncs on a slow disk would stretch 200 rounds to many minutes."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    with tempfile.TemporaryDirectory(dir=shm, prefix="ragtools-race-") as folder:
+        yield Path(folder)
+
+
+def _check_store(root: Path) -> None:
+    """Under the writer lock: CURRENT names a complete version, and so does every listed one."""
+    with writer_lock(root):
+        live = current_version(root)
+        open_version(root, live).close()
+        for directory in list_versions(root):
+            open_version(root, directory).close()
+
+
+@pytest.mark.stress
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("shards", [1, 3])
+def test_rollback_update_collection_and_readers_race(fast_dir: Path, shards: int) -> None:
+    src = fast_dir / "src"
+    src.mkdir()
+    for i in range(6):
+        (src / f"f{i}.md").write_text(f"file {i}: bees make honey.", encoding="utf-8")
+    idx = fast_dir / "idx"
+    sharding = {"shards": shards} if shards > 1 else {}
+    Index.build([src], idx, vector=False, chunk_size=200, chunk_overlap=0, **sharding)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    done = {"updates": 0, "rollbacks": 0, "collections": 0, "searches": 0, "checks": 0}
+
+    def guarded(work: Callable[[random.Random], None], seed: int) -> Callable[[], None]:
+        def run() -> None:
+            rng = random.Random(seed)
+            try:
+                while not stop.is_set():
+                    work(rng)
+            except BaseException as exc:  # reported by the main thread
+                errors.append(exc)
+                stop.set()
+
+        return run
+
+    def update(rng: random.Random) -> None:
+        number = rng.randrange(6)
+        text = f"file {number} round {done['updates']}: bees make honey, word{rng.randrange(50)}."
+        (src / f"f{number}.md").write_text(text, encoding="utf-8")
+        Index.open(idx).update()
+        done["updates"] += 1
+        if done["updates"] >= ROUNDS:
+            stop.set()
+
+    def rollback(rng: random.Random) -> None:
+        names = [p.name for p in list_versions(idx)]
+        try:
+            switch_version(idx, rng.choice(names), check=lambda d: open_version(idx, d))
+            done["rollbacks"] += 1
+        except ConfigError:  # collected since it was listed: refused, nothing changed
+            pass
+        time.sleep(rng.uniform(0, 0.3))  # the pauses leave the writer most of the GIL
+
+    def collector(rng: random.Random) -> None:
+        with writer_lock(idx):
+            collect_unused(idx, 1)
+        done["collections"] += 1
+        time.sleep(rng.uniform(0, 0.3))
+
+    def reader(rng: random.Random) -> None:
+        with Index.open(idx) as index:  # held over several searches while writers go on
+            for _ in range(rng.randrange(1, 6)):
+                hits = index.keyword_search("bees honey", 3)
+                assert hits and all("bees" in index.chunks[row].text for row, _ in hits)
+                done["searches"] += 1
+                time.sleep(rng.uniform(0, 0.05))
+
+    def checker(rng: random.Random) -> None:
+        _check_store(idx)
+        done["checks"] += 1
+        time.sleep(rng.uniform(0.2, 0.6))
+
+    works = [update, rollback, collector, reader, checker]
+    threads = [threading.Thread(target=guarded(w, i)) for i, w in enumerate(works)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [], errors[:3]
+    assert done["updates"] == ROUNDS
+    assert min(done["rollbacks"], done["collections"], done["searches"], done["checks"]) > 0
+    _check_store(idx)
+    assert Index.open(idx).keyword_search("bees", 1)
