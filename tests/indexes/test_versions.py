@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import random
@@ -148,6 +149,23 @@ def test_concurrent_writers_of_one_root_take_turns(tmp_path: Path) -> None:
     assert current_version(root).name == "v-000003"
 
 
+def _hold_in_thread(
+    hold: Callable[[], contextlib.AbstractContextManager[object]],
+) -> tuple[threading.Thread, threading.Event]:
+    """Run ``with hold():`` in a thread until the returned event is set."""
+    entered, release = threading.Event(), threading.Event()
+
+    def run() -> None:
+        with hold():
+            entered.set()
+            release.wait(timeout=60)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert entered.wait(timeout=30)
+    return thread, release
+
+
 HOLD_READER = """
 import sys, time
 from ragtools.indexes.versions import reading
@@ -161,7 +179,6 @@ with reading(sys.argv[1]):
 def test_a_version_being_read_is_not_collected(tmp_path: Path, where: str) -> None:
     root = tmp_path / "idx"
     held = write_version(root, _writer("held"))
-    release = threading.Event()
     if where == "process":
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen(
@@ -173,16 +190,7 @@ def test_a_version_being_read_is_not_collected(tmp_path: Path, where: str) -> No
         )
         assert proc.stdout is not None and proc.stdout.readline().strip() == "reading"
     else:
-        entered = threading.Event()
-
-        def hold() -> None:
-            with reading(root):
-                entered.set()
-                release.wait(timeout=60)
-
-        thread = threading.Thread(target=hold)
-        thread.start()
-        assert entered.wait(timeout=30)
+        thread, release = _hold_in_thread(lambda: reading(root))
     for text in ("a", "b", "c"):
         write_version(root, _writer(text), keep=1)
     assert (held / "data.txt").read_text(encoding="utf-8") == "held"
@@ -327,16 +335,7 @@ def test_a_second_writer_waits_then_names_the_index(
 ) -> None:
     root = tmp_path / "idx"
     write_version(root, _writer("a"))
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with writer_lock(root):
-            holding.set()
-            release.wait(timeout=60)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert holding.wait(timeout=30)
+    thread, release = _hold_in_thread(lambda: writer_lock(root))
     monkeypatch.setattr(versions, "WRITER_TIMEOUT", 0.3)
     try:
         with pytest.raises(IndexStateError, match=rf"{root}: another writer .* nothing was"):
@@ -505,3 +504,24 @@ def test_rollback_update_collection_and_readers_race(fast_dir: Path, shards: int
     assert min(done["rollbacks"], done["collections"], done["searches"], done["checks"]) > 0
     _check_store(idx)
     assert Index.open(idx).keyword_search("bees", 1)
+
+
+def test_a_rollback_and_a_collecting_write_never_leave_current_dangling(tmp_path: Path) -> None:
+    """#32: a rollback once checked its version, then a write collected it, then the rollback
+    pointed CURRENT at it. Now the write waits for the rollback's lock."""
+    root = tmp_path / "idx"
+    for text in ("a", "b"):
+        write_version(root, _writer(text), keep=3)
+    made: list[Path] = []
+    writer = threading.Thread(target=lambda: made.append(write_version(root, _writer("c"), keep=1)))
+
+    def check(directory: Path) -> None:
+        writer.start()
+        writer.join(timeout=0.5)  # it cannot get in: the rollback holds the writer lock
+        assert made == [] and directory.is_dir()
+
+    switch_version(root, "v-000001", check=check)
+    writer.join()
+    assert made == [root / "versions" / "v-000003"]
+    assert current_version(root) == made[0]
+    assert [p.name for p in list_versions(root)] == ["v-000003"]
