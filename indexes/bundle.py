@@ -19,6 +19,7 @@ vectors are faiss's own format, and every file's SHA-256 is in ``manifest.json``
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,7 +39,7 @@ from ragtools.indexes.manifest import DOCUMENT_TEXTS, FORMAT, FORMAT_VERSION, mi
 from ragtools.indexes.ranking import Ranking, allow_mask
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.store import read_chunks
-from ragtools.indexes.versions import current_version, reading
+from ragtools.indexes.versions import VersionPin, current_version, pin_version, reading
 from ragtools.indexes.windows import WindowedVectorIndex
 from ragtools.parsers import Chunk, FileError, Selection
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
     from ragtools.indexes.writer import UpdateOptions, UpdateReport
 
-__all__ = ["MANIFEST", "Index", "IndexState"]
+__all__ = ["MANIFEST", "Index", "IndexState", "open_version"]
 
 MANIFEST = "manifest.json"
 CHUNKS = "chunks.jsonl"
@@ -100,16 +101,93 @@ class IndexState:
 class Index:
     """A built index: use :meth:`build`, :meth:`from_documents` or :meth:`open`.
 
+    An index opened with :meth:`open` pins its version (:mod:`indexes.versions`): garbage
+    collection keeps that version's files until :meth:`close`, the end of a ``with`` block,
+    the object being garbage-collected or the process ending.
+
     Attributes:
         path: the index root directory.
         state: the live version's contents (replaced as a whole by a writer).
+        version_dir: the version directory ``state`` was read from or written to (``None``
+            before the first write).
     """
 
-    def __init__(self, path: Path, state: IndexState, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        state: IndexState,
+        *,
+        embedder: Embedder | None = None,
+        version_dir: Path | None = None,
+    ) -> None:
         self.path = path
         self.state = state
+        self.version_dir = version_dir
         self._base_embedder = embedder
         self._embedder: CachedEmbedder | None = None
+        self._pin: VersionPin | None = None
+        self._unpin: weakref.finalize[[], Index] | None = None
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release this index's pin on its version (searches still work on POSIX, whose
+        mapped files outlive their deletion; reopen to be safe). Idempotent."""
+        self._hold(None)
+
+    def _hold(self, pin: VersionPin | None) -> None:
+        """Pin ``pin``'s version for as long as this object lives; release the previous."""
+        previous = self._unpin
+        self._pin, self._unpin = pin, None
+        if pin is not None:
+            self._unpin = weakref.finalize(self, pin.release)
+        if previous is not None:
+            previous()
+
+    def show(self, state: IndexState, version_dir: Path) -> None:
+        """Make this index show ``state``, just written as ``version_dir`` by a writer that
+        still holds the writer lock, and move its pin there."""
+        with reading(self.path):
+            pin = pin_version(self.path, version_dir.name)
+        self.state, self.version_dir = state, version_dir
+        self._hold(pin)
+
+    def adopt(self, other: Index) -> None:
+        """Show what ``other`` (an index of the same root) shows, and take over its pin."""
+        pin = other._pin
+        if other._unpin is not None:
+            other._unpin.detach()
+        other._pin = other._unpin = None
+        self.state, self.version_dir = other.state, other.version_dir
+        self._hold(pin)
+
+    def refresh(self) -> bool:
+        """Read the live version again if a writer switched it since this index read it.
+
+        Writers call it once they hold the writer lock, so that an update, add or delete
+        applies to the live version, never to an older one (which would undo what the
+        other writer did). Returns whether anything was read.
+        """
+        if self.version_dir is None:
+            return False
+        with reading(self.path):
+            directory = current_version(self.path)
+            if directory == self.version_dir:
+                return False
+            pin = pin_version(self.path, directory.name)
+            try:
+                fresh = open_version(self.path, directory, embedder=self._base_embedder)
+            except BaseException:
+                if pin is not None:
+                    pin.release()
+                raise
+        fresh._hold(pin)
+        self.adopt(fresh)
+        return True
 
     # ----------------------------------------------------------------- entry points
     @classmethod
@@ -165,18 +243,17 @@ class Index:
             IndexVersionError: written by a newer format version.
         """
         root = Path(path)
-        with reading(root):  # no version is garbage-collected while we load it
+        with reading(root):  # no version is garbage-collected while we read CURRENT and pin it
             directory = current_version(root)
-            if (directory / "shards.json").is_file():
-                from ragtools.indexes.shards import ShardedIndex, read_sharded
-
-                state, shards = read_sharded(root, directory, mmap=mmap)
-                return ShardedIndex(root, state, shards, version_dir=directory, embedder=embedder)
+            pin = pin_version(root, directory.name)
             try:
-                state = load_state(directory, mmap=mmap)
-            except OSError as exc:
-                raise IndexLoadError(directory, f"unreadable ({exc})") from exc
-        return cls(root, state, embedder=embedder)
+                index = open_version(root, directory, mmap=mmap, embedder=embedder)
+            except BaseException:
+                if pin is not None:
+                    pin.release()
+                raise
+        index._hold(pin)
+        return index
 
     # ----------------------------------------------------------------- reading
     @property
@@ -275,6 +352,27 @@ class Index:
         summary["skipped"] = self.manifest.get("skipped", [])
         summary["selection"] = self.selection.to_json()
         return summary
+
+
+def open_version(
+    root: Path, directory: Path, *, mmap: bool = True, embedder: Embedder | None = None
+) -> Index:
+    """An index of one version directory of ``root``, checked in full, without a pin: what
+    :meth:`Index.open` reads, and what a rollback checks before making a version live.
+
+    Raises:
+        IndexLoadError: a missing, damaged or tampered file (named in the message).
+    """
+    if (directory / "shards.json").is_file():
+        from ragtools.indexes.shards import ShardedIndex, read_sharded
+
+        state, shards = read_sharded(root, directory, mmap=mmap)
+        return ShardedIndex(root, state, shards, version_dir=directory, embedder=embedder)
+    try:
+        state = load_state(directory, mmap=mmap)
+    except OSError as exc:
+        raise IndexLoadError(directory, f"unreadable ({exc})") from exc
+    return Index(root, state, embedder=embedder, version_dir=directory)
 
 
 _FAILURE_KEYS = {"path", "error", "message"}

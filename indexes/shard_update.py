@@ -22,7 +22,7 @@ from ragtools.indexes.doc_texts import ChainedTexts
 from ragtools.indexes.shard_writer import BuiltShard, ShardWork, chunk_units, commit_shard, finish
 from ragtools.indexes.shards import Shard, ShardedIndex, shard_of
 from ragtools.indexes.sources import expand_sources, fingerprint, parse_files, source_root
-from ragtools.indexes.versions import VERSIONS
+from ragtools.indexes.versions import VERSIONS, writer_lock
 from ragtools.indexes.writer import UpdateReport
 from ragtools.parsers import Chunk, FileError, Selection
 from ragtools.parsers.errors import ConfigError
@@ -42,8 +42,22 @@ def update_sharded(
 
     The result equals a fresh sharded build (and so one index) of the same sources.
     ``selection`` chooses the files of the sources; ``password`` opens encrypted PDFs.
+    The whole update holds the writer lock of the index, and starts from the live version
+    (``index`` is refreshed first if another writer changed it).
     """
     del show_progress
+    with writer_lock(index.path):
+        index.refresh()
+        return _update(index, sources, selection=selection, password=password)
+
+
+def _update(
+    index: ShardedIndex,
+    sources: Sequence[str | Path] | None,
+    *,
+    selection: Selection | None,
+    password: str | None,
+) -> UpdateReport:
     manifest = index.manifest
     known = [str(Path(s).expanduser().resolve()) for s in sources or ()]
     roots = known or list(manifest.get("sources", []))
@@ -70,7 +84,6 @@ def update_sharded(
             s,
             blob,
             files=by_shard[s],
-            pinned=shard.version,
             source_root=str(source_root(roots)),
             password=password,
         )
@@ -83,8 +96,7 @@ def update_sharded(
             )
     units = [shard_of(f, n) for f in files]
     tracked = {"sources": roots, "meta": index.meta}
-    fresh = finish(index.path, index.settings, built, units, tracked, index._base_embedder)
-    index.state, index.shards, index.version_dir = fresh.state, fresh.shards, fresh.version_dir
+    finish(index.path, index.settings, built, units, tracked, index._base_embedder, into=index)
     new_failures = [f for b in built for f in b.failures if f.path in stale]
     return UpdateReport(
         added=[f for f in files if f not in old],

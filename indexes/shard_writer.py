@@ -9,6 +9,15 @@ makes the new shard versions live together.
 
 Updates are :mod:`indexes.shard_update`. Until the top version is written, the previous top
 version, and the shard versions it names, stay live.
+
+A sharded build or update is one writer of the index: it holds the writer lock of the index
+root from start to end (:func:`~indexes.versions.writer_lock`), shards included, so a second
+build or update waits for it. Shards do not collect their own versions: after each top
+version, :func:`finish` removes what killed writers left in every shard (``.tmp-*``
+versions, staging folders), the old top versions (as any index does), and then every shard
+version that no remaining top version names. So a rollback to any kept top version finds
+its shard versions, and a shard version is never collected while an open reader's top
+version names it (that top version is pinned).
 """
 
 from __future__ import annotations
@@ -24,10 +33,10 @@ from typing import Any
 import numpy as np
 
 from ragtools.indexes._bm25_global import GlobalStats, ShardCounts
-from ragtools.indexes._persist import read_json, save_npy, write_json, write_manifest
-from ragtools.indexes._shard_spill import read_spill, spill, staging
+from ragtools.indexes._persist import read_json, save_npy, sha256_file, write_json, write_manifest
+from ragtools.indexes._shard_spill import STAGING_PREFIX, read_spill, spill, staging
 from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.bundle import MANIFEST, Index
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.shards import (
@@ -44,12 +53,22 @@ from ragtools.indexes.shards import (
     shard_of,
 )
 from ragtools.indexes.sources import expand_sources, fingerprint, parse_files, source_root
-from ragtools.indexes.versions import VERSIONS, current_version, is_index_root, write_version
+from ragtools.indexes.versions import (
+    VERSIONS,
+    collect,
+    collecting,
+    current_version,
+    is_index_root,
+    list_versions,
+    sweep,
+    write_version,
+    writer_lock,
+)
 from ragtools.indexes.writer import IndexWriter, _empty, _package_version
 from ragtools.parsers import Chunk, Document, FileError, Selection, split
-from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.errors import ConfigError, IndexLoadError
 
-__all__ = ["ShardWork", "build_shard", "build_sharded", "documents_sharded", "pinned_versions"]
+__all__ = ["ShardWork", "build_shard", "build_sharded", "documents_sharded"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +82,6 @@ class ShardWork:
     settings: dict[str, Any]
     files: list[str] = field(default_factory=list)
     documents: list[Document] = field(default_factory=list)
-    pinned: str | None = None  # the shard version the live top version names
     password: str | None = field(default=None, repr=False)  # for encrypted PDFs, never saved
     source_root: str | None = None  # chunk sources are relative to it, as in one index
     spill: str | None = None  # a file of the shard's documents (indexes._shard_spill)
@@ -102,10 +120,9 @@ def commit_shard(
     chunks = [c for unit in units for c in unit]
     path = shard_dir(work.root, work.number)
     version = counts = None
-    _drop_orphans(path, work.pinned)
     if chunks:
         writer = IndexWriter(
-            _empty(path, IndexSettings.model_validate(work.settings), {}, embedder)
+            _empty(path, IndexSettings.model_validate(work.settings), {}, embedder), collect=False
         )
         writer._commit(
             chunks, sources=list(prints), fingerprints=prints, failures=failures, documents=texts
@@ -115,26 +132,6 @@ def commit_shard(
         if bm25 is not None:
             counts = ShardCounts.of(bm25, np.arange(len(chunks), dtype=np.int64))
     return BuiltShard(work.number, version, [len(u) for u in units], counts, failures, prints)
-
-
-def _drop_orphans(path: Path, pinned: str | None) -> None:
-    """Delete shard versions newer than the live one: left by a build or update that
-    stopped before its top version. Otherwise the shard's next version would make the
-    collector (which keeps the newest two) delete the version the live top still names."""
-    if pinned is None or not pinned[2:].isdigit() or not (path / VERSIONS).is_dir():
-        return
-    for entry in (path / VERSIONS).iterdir():
-        number = entry.name[2:]
-        if entry.name.startswith("v-") and number.isdigit() and int(number) > int(pinned[2:]):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def pinned_versions(root: str | Path) -> list[str | None]:
-    """The shard versions the live top version of ``root`` names (none: not sharded)."""
-    if not is_index_root(root) or not is_sharded(current_version(root)):
-        return []
-    data = read_json(current_version(root) / SHARDS_MANIFEST)
-    return [entry.get("version") for entry in data.get("shards", [])]
 
 
 def build_shard(work: ShardWork, embedder: Embedder | None = None) -> BuiltShard:
@@ -217,22 +214,21 @@ def build_sharded(
     for f in files:
         by_shard[shard_of(f, n)].append(f)
     blob = resolved.model_dump(mode="json")
-    pins = _pins(path, n)
     works = [
         ShardWork(
             str(path),
             s,
             blob,
             files=by_shard[s],
-            pinned=pins[s],
             password=password,
             source_root=str(source_root(roots)),
         )
         for s in range(n)
     ]
-    built = _run(works, embedder, engine, address)
-    units = [shard_of(f, n) for f in files]
-    index = finish(path, resolved, built, units, {"sources": roots, "meta": {}}, embedder)
+    with writer_lock(path):
+        built = _run(works, embedder, engine, address)
+        units = [shard_of(f, n) for f in files]
+        index = finish(path, resolved, built, units, {"sources": roots, "meta": {}}, embedder)
     logger.info(
         "built %s: %d shards, %d files, %d chunks in %.1fs",
         path, n, len(files), len(index.chunks), time.perf_counter() - started,
@@ -262,19 +258,13 @@ def documents_sharded(
     n = _check_shards(shards)
     resolved = _settings(path, settings, overrides)
     blob = resolved.model_dump(mode="json")
-    pins = _pins(path, n)
-    with staging(path) as directory:
-        units, files = spill(documents, directory, n)
-        works = [
-            ShardWork(str(path), s, blob, pinned=pins[s], spill=str(files[s])) for s in range(n)
-        ]
-        built = _run(works, embedder, engine, address)
-    return finish(path, resolved, built, units, {"sources": [], "meta": dict(meta or {})}, embedder)
-
-
-def _pins(path: str | Path, n: int) -> list[str | None]:
-    pinned = pinned_versions(path)
-    return [pinned[s] if s < len(pinned) else None for s in range(n)]
+    tracked = {"sources": [], "meta": dict(meta or {})}
+    with writer_lock(path):
+        with staging(path) as directory:
+            units, files = spill(documents, directory, n)
+            works = [ShardWork(str(path), s, blob, spill=str(files[s])) for s in range(n)]
+            built = _run(works, embedder, engine, address)
+        return finish(path, resolved, built, units, tracked, embedder)
 
 
 def _place(units: Sequence[int] | np.ndarray, built: Sequence[BuiltShard]) -> np.ndarray:
@@ -294,8 +284,12 @@ def finish(
     units: Sequence[int] | np.ndarray,
     tracked: dict[str, Any],
     embedder: Embedder | None,
+    into: ShardedIndex | None = None,
 ) -> ShardedIndex:
-    """Merge the statistics and write the top version that makes ``built`` live together."""
+    """Merge the statistics and write the top version that makes ``built`` live together.
+
+    Returns the new version opened, or ``into`` (the index being updated) showing it: it
+    moves its pin to the new version before old versions are collected."""
     shard_of_row = _place(units, built)
     placed = rows_by_shard(shard_of_row, len(built))
     if not any(len(r) for r in placed):
@@ -320,7 +314,7 @@ def finish(
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "settings": settings.model_dump(mode="json"),
         "shards": [
-            {"version": b.version, "chunks": len(rows)}
+            {"version": b.version, "chunks": len(rows), "manifest_sha256": _pin(path, b)}
             for b, rows in zip(built, placed, strict=True)
         ],
         "embedder": embedder_info,
@@ -353,7 +347,62 @@ def finish(
             files=files, data=data, sealed=True,
         )  # fmt: skip
 
-    write_version(path, write)
-    opened = Index.open(path, embedder=embedder)
-    assert isinstance(opened, ShardedIndex)
+    with writer_lock(path):
+        write_version(path, write, keep=None)
+        opened = Index.open(path, embedder=embedder)
+        assert isinstance(opened, ShardedIndex)
+        if into is not None:
+            into.adopt(opened)
+            opened = into
+        _collect(Path(path), settings.keep_versions)
     return opened
+
+
+def _pin(root: str | Path, built: BuiltShard) -> str | None:
+    """The checksum of a shard version's manifest, by which its top version pins it."""
+    if built.version is None:
+        return None
+    return sha256_file(shard_dir(root, built.number) / VERSIONS / built.version / MANIFEST)
+
+
+def _named(root: Path) -> dict[int, set[str]] | None:
+    """The shard versions each kept top version of ``root`` names, by shard number
+    (``None`` when a top manifest cannot be read: then no shard version is collected)."""
+    named: dict[int, set[str]] = {}
+    for directory in list_versions(root):
+        if not is_sharded(directory):
+            continue
+        try:
+            entries = read_json(directory / SHARDS_MANIFEST)["shards"]
+            for number, entry in enumerate(entries):
+                named.setdefault(number, set()).add(str(entry["version"]))
+        except (IndexLoadError, KeyError, TypeError) as exc:
+            logger.warning("index %s: shard versions not collected: %s", root, exc)
+            return None
+    return named
+
+
+def _collect(root: Path, keep: int) -> None:
+    """Remove killed writers' leftovers in every shard, then collect the old top versions
+    and every shard version no remaining top version names. Runs under the writer lock."""
+    shards = root / "shards"
+    folders = sorted(shards.iterdir()) if shards.is_dir() else []
+    for folder in folders:
+        if folder.name.startswith(STAGING_PREFIX):
+            shutil.rmtree(folder, ignore_errors=True)
+        elif folder.is_dir():
+            sweep(folder)
+    with collecting(root) as free:
+        if not free:
+            return
+        collect(root, keep)
+        named = _named(root)
+        if named is None:
+            return
+        for folder in folders:
+            number = folder.name.removeprefix("shard-")
+            if not number.isdigit() or folder != shard_dir(root, int(number)):
+                continue
+            with collecting(folder) as shard_free:
+                if shard_free and is_index_root(folder):
+                    collect(folder, 0, protect=named.get(int(number), set()))

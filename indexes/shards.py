@@ -14,10 +14,14 @@ Layout on disk::
       shards/shard-000/        an ordinary index bundle, with its own versions
       cache/embeddings/        the query embedding cache
 
-A top version names the shard versions it was built with, so an update that stops half-way
-(shards rewritten, top manifest not yet switched) leaves the previous top version, and the
-shard versions it names, live and complete. A damaged shard raises
-:class:`~parsers.errors.IndexLoadError` naming the shard's file.
+A top version names the shard versions it was built with, and pins each by the SHA-256 of
+its manifest, so an update that stops half-way (shards rewritten, top manifest not yet
+switched) leaves the previous top version, and the shard versions it names, live and
+complete. Shard version numbers are never reused (:mod:`indexes.versions`), and a shard
+version whose manifest is not the pinned one raises
+:class:`~parsers.errors.IndexLoadError`, as does a damaged shard, naming the shard's file.
+Shard versions are collected by the sharded writer, which keeps every one that a kept top
+version names (:mod:`indexes.shard_writer`).
 
 **Exactly one index.** Searches return what one index over the same sources returns, the
 same chunk ids in the same order with the same scores:
@@ -49,11 +53,11 @@ import numpy.typing as npt
 
 from ragtools.indexes._bm25_global import GlobalStats
 from ragtools.indexes._chunk_file import ShardedChunks
-from ragtools.indexes._persist import read_json, read_manifest
+from ragtools.indexes._persist import read_json, read_manifest, sha256_file
 from ragtools.indexes._shard_rows import SHARD_ROWS, read_shard_rows, rows_by_shard
 from ragtools.indexes._shard_scoring import GlobalScoring, scored_dir
 from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.bundle import Index, IndexState, chunk_keys_of, load_state
+from ragtools.indexes.bundle import MANIFEST, Index, IndexState, chunk_keys_of, load_state
 from ragtools.indexes.doc_texts import ChainedTexts
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.ranking import Mask, Ranking
@@ -131,18 +135,27 @@ def open_shard(
     top: Path,
     number: int,
     mmap: bool = True,
+    manifest_sha256: str | None = None,
 ) -> IndexState:
     """Load one version of a shard, its BM25 scoring with the global statistics (as the top
     version ``top`` holds it for shard ``number``).
 
+    ``manifest_sha256`` is the checksum of the shard version's manifest that the top version
+    recorded: the top version pins its shards by content, so a shard version that is not the
+    one it was built with is an error, never a silent mix of old statistics and new chunks.
+    (Top versions written before this check record none.)
+
     Raises:
-        IndexLoadError: a missing or damaged file of the shard (named).
+        IndexLoadError: a missing or damaged file of the shard (named), or a shard version
+            other than the one the top version was built with.
     """
     directory = path / VERSIONS / version
     with reading(path):
         if not directory.is_dir():
             msg = "the shard version named by the top manifest is missing"
             raise IndexLoadError(directory, msg)
+        if manifest_sha256 is not None:
+            _check_pinned(directory / MANIFEST, manifest_sha256, top)
         try:
             state = load_state(directory, mmap=mmap, lazy_chunks=mmap, keyword=False)
         except OSError as exc:
@@ -151,6 +164,19 @@ def open_shard(
         return state
     template = state.settings.new_bm25()
     return replace(state, bm25=scoring.load(template, top, number, len(state.chunks)))
+
+
+def _check_pinned(manifest: Path, expected: str, top: Path) -> None:
+    try:
+        found = sha256_file(manifest)
+    except OSError as exc:
+        raise IndexLoadError(manifest, f"unreadable ({exc})") from exc
+    if found != expected:
+        msg = (
+            f"this shard version is not the one top version {top.name} was built with "
+            "(manifest checksum differs); roll back to another version or rebuild the index"
+        )
+        raise IndexLoadError(manifest, msg)
 
 
 class ShardSearch(Protocol):
@@ -321,7 +347,10 @@ def read_sharded(root: Path, directory: Path, *, mmap: bool) -> tuple[IndexState
             version = entry["version"]
             state = None
             if version is not None:
-                state = open_shard(path, version, scoring, top=directory, number=number, mmap=mmap)
+                state = open_shard(
+                    path, version, scoring, top=directory, number=number, mmap=mmap,
+                    manifest_sha256=entry.get("manifest_sha256"),
+                )  # fmt: skip
             held = 0 if state is None else len(state.chunks)
             if len(rows) != held:
                 msg = f"shard {number} has {held} chunks, the top manifest says {len(rows)}"
@@ -350,10 +379,14 @@ class ShardedIndex(Index):
         version_dir: Path,
         embedder: Embedder | None = None,
     ) -> None:
-        super().__init__(path, state, embedder=embedder)
+        super().__init__(path, state, embedder=embedder, version_dir=version_dir)
         self.shards = list(shards)
-        self.version_dir = version_dir
-        """The top version directory this index was read from."""
+
+    def adopt(self, other: Index) -> None:
+        """:meth:`Index.adopt`, and ``other``'s shards."""
+        super().adopt(other)
+        if isinstance(other, ShardedIndex):
+            self.shards = other.shards
 
     def update(
         self, sources: Sequence[str | Path] | None = None, **options: Unpack[UpdateOptions]

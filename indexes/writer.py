@@ -39,7 +39,7 @@ from ragtools.indexes.manifest import (
 from ragtools.indexes.settings import IndexSettings, keyword_text
 from ragtools.indexes.sources import fingerprint, parse_files, select_sources, source_root
 from ragtools.indexes.store import write_chunks
-from ragtools.indexes.versions import write_version
+from ragtools.indexes.versions import collect_unused, write_version, writer_lock
 from ragtools.indexes.windows import WindowedVectorIndex
 from ragtools.parsers import Chunk, Document, FileError, Selection, split
 from ragtools.parsers.errors import ConfigError
@@ -71,10 +71,22 @@ class UpdateOptions(TypedDict, total=False):
 
 
 class IndexWriter:
-    """Changes one :class:`~indexes.bundle.Index`, a new version per change."""
+    """Changes one :class:`~indexes.bundle.Index`, a new version per change.
 
-    def __init__(self, index: Index) -> None:
+    Each change holds the writer lock of the index from reading the live version to making
+    the new one live (:func:`~indexes.versions.writer_lock`): a second writer of the same
+    index waits, and then applies its change to what the first one wrote (the ``Index`` is
+    refreshed first), so no change is silently undone.
+
+    Args:
+        index: the index to change.
+        collect: delete old versions after each write (``False`` for a shard, whose versions
+            the sharded writer collects by what its top versions name).
+    """
+
+    def __init__(self, index: Index, *, collect: bool = True) -> None:
         self.index = index
+        self.collect = collect
 
     @classmethod
     def build(
@@ -173,6 +185,20 @@ class IndexWriter:
         the current text form (no ``source_root`` in its manifest: absolute sources,
         collapsed whitespace) has every file parsed again.
         """
+        with writer_lock(self.index.path):
+            self.index.refresh()
+            return self._update(
+                sources, show_progress=show_progress, selection=selection, password=password
+            )
+
+    def _update(
+        self,
+        sources: Sequence[str | Path] | None,
+        *,
+        show_progress: bool | None,
+        selection: Selection | None,
+        password: str | None,
+    ) -> UpdateReport:
         manifest = self.index.manifest
         known = [str(Path(s).expanduser().resolve()) for s in sources or ()]
         roots = known or list(manifest.get("sources", []))
@@ -225,19 +251,23 @@ class IndexWriter:
         return report
 
     def add(self, chunks: Sequence[Chunk]) -> npt.NDArray[np.int64]:
-        """Append chunks as a new version; returns their rows."""
-        start = len(self.index.chunks)
-        if chunks:
-            self._commit([*self.index.chunks, *chunks])
+        """Append chunks as a new version (of the live version); returns their rows."""
+        with writer_lock(self.index.path):
+            self.index.refresh()
+            start = len(self.index.chunks)
+            if chunks:
+                self._commit([*self.index.chunks, *chunks])
         return np.arange(start, start + len(chunks), dtype=np.int64)
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Remove every chunk of the given documents as a new version; returns how many."""
         wanted = set(doc_ids)
-        kept = [c for c in self.index.chunks if c.doc_id not in wanted]
-        removed = len(self.index.chunks) - len(kept)
-        if removed:
-            self._commit(kept)
+        with writer_lock(self.index.path):
+            self.index.refresh()
+            kept = [c for c in self.index.chunks if c.doc_id not in wanted]
+            removed = len(self.index.chunks) - len(kept)
+            if removed:
+                self._commit(kept)
         return removed
 
     # ----------------------------------------------------------------- one way to commit
@@ -300,9 +330,12 @@ class IndexWriter:
         def write(directory: Path) -> None:
             written.update(self._write(directory, state, tracked, texts))
 
-        final = write_version(index.path, write, keep=settings.keep_versions)
-        stored = DocumentTexts.open(final, written["files"])
-        index.state = IndexState(settings, state.chunks, bm25, vector, written, stored)
+        with writer_lock(index.path):  # the new version stays live until the index pins it
+            final = write_version(index.path, write, keep=None)
+            stored = DocumentTexts.open(final, written["files"])
+            index.show(IndexState(settings, state.chunks, bm25, vector, written, stored), final)
+            if self.collect:  # after the pin moved: the previous version is not kept for us
+                collect_unused(index.path, settings.keep_versions)
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         embedder = self.index.embedder

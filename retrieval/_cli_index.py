@@ -19,9 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from ragtools.indexes._persist import read_manifest
-from ragtools.indexes.bundle import MANIFEST, Index, load_state
+from ragtools.indexes.bundle import MANIFEST, Index, open_version
 from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION
 from ragtools.indexes.settings import IndexSettings
+from ragtools.indexes.shards import (
+    SHARDED_FORMAT,
+    SHARDED_FORMAT_VERSION,
+    SHARDS_MANIFEST,
+    is_sharded,
+)
 from ragtools.indexes.sources import parse_files, plan_sources, source_root
 from ragtools.indexes.versions import (
     current_version,
@@ -251,7 +257,11 @@ def cmd_update(args: argparse.Namespace) -> int:
 
 
 def _version_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest of a version (a sharded index's top manifest), or its error."""
     try:
+        if is_sharded(directory):
+            fmt, version = SHARDED_FORMAT, SHARDED_FORMAT_VERSION
+            return read_manifest(directory, SHARDS_MANIFEST, fmt=fmt, version=version, verify=False)
         return read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, verify=False)
     except IndexLoadError as exc:
         return {"error": str(exc)}
@@ -313,8 +323,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     if target not in names:
         msg = f"{root}: no version {target!r}; kept versions: {', '.join(names)}"
         raise ConfigError(msg)
-    load_state(root / "versions" / target, mmap=True)  # a damaged version never goes live
-    switch_version(root, target)
+    # checked in full under the writer lock: a damaged version never goes live
+    switch_version(root, target, check=lambda directory: open_version(root, directory))
     emit(f"rolled back {root}: {target} is live (was {live})")
     return 0
 

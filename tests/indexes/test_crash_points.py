@@ -6,6 +6,8 @@ save removes whatever the killed writers left behind (temporary versions and poi
 
 from __future__ import annotations
 
+import collections
+import json
 import os
 import random
 import signal
@@ -16,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.bundle import Index, open_version
+from ragtools.indexes.shards import SHARDS_MANIFEST
+from ragtools.indexes.versions import current_version, list_versions
+from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 
 ROOT = Path(__file__).resolve().parents[2]
 TRIALS = 200
@@ -25,7 +30,10 @@ SETTINGS = {"chunk_size": 80, "chunk_overlap": 0}
 WRITER = """
 import sys
 import ragtools.indexes.writer  # imported before "ready": the kills land in saves
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.bundle import Index, open_version
+from ragtools.indexes.shards import SHARDS_MANIFEST
+from ragtools.indexes.versions import current_version, list_versions
+from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 idx, sources = sys.argv[1], sys.argv[2:]
 print("ready", flush=True)
 for i in range(10**6):
@@ -75,3 +83,117 @@ def test_two_hundred_kills_leave_a_complete_version(tmp_path: Path) -> None:
     Index.open(idx).update([sources[1]])  # the next successful save
     assert [p.name for p in (idx / "versions").iterdir() if p.name.startswith(".")] == []
     assert [p.name for p in idx.iterdir() if p.name.endswith(".tmp")] == []
+
+
+# ---- the version store under SIGKILL: build, update, rollback; 1 and 3 shards ---------------
+
+STORE_TRIALS = int(os.environ.get("RAGTOOLS_STORE_TRIALS", "200"))
+AHEAD = 3
+"""Writers started ahead of their trial: a start is mostly waiting on imports, so several
+overlap, and each trial's kill comes as soon as its random delay is over."""
+OPTIONS = {"vector": False, **SETTINGS}
+
+STORE_WRITER = """
+import random, sys
+from pathlib import Path
+from ragtools.indexes.bundle import Index, open_version
+from ragtools.indexes.versions import list_versions, switch_version
+print("ready", flush=True)  # imported: the kill lands in the work, not in the imports
+idx, seed, shards, *sources = sys.stdin.readline().split()
+idx, rng = Path(idx), random.Random(int(seed))
+sharding = {"shards": int(shards)} if int(shards) > 1 else {}
+while True:
+    op, src = rng.choice(["build", "update", "update", "rollback"]), rng.choice(sources)
+    if op == "build":
+        Index.build([src], idx, vector=False, chunk_size=80, chunk_overlap=0, **sharding)
+    elif op == "update":
+        Index.open(idx).update([src])
+    else:
+        name = rng.choice(list_versions(idx)).name
+        switch_version(idx, name, check=lambda d: open_version(idx, d))
+"""
+
+
+def _spawn_store_writer() -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", STORE_WRITER],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _debris(idx: Path) -> list[Path]:
+    found = [*idx.rglob(".tmp-*"), *idx.rglob("*.tmp"), *idx.glob("shards/.staging-*")]
+    return found + [p for p in idx.rglob("*.pin")]
+
+
+def _unnamed_shard_versions(idx: Path) -> list[str]:
+    """Shard versions that no kept top version names (a shard's own CURRENT aside)."""
+    named: set[str] = set()
+    for top in list_versions(idx):
+        entries = json.loads((top / SHARDS_MANIFEST).read_text(encoding="utf-8"))["shards"]
+        named |= {f"{n}/{e['version']}" for n, e in enumerate(entries)}
+    found = []
+    for folder in sorted((idx / "shards").glob("shard-*")):
+        number = int(folder.name.removeprefix("shard-"))
+        live = current_version(folder).name
+        for version in list_versions(folder):
+            key = f"{number}/{version.name}"
+            if key not in named and version.name != live:
+                found.append(key)
+    return found
+
+
+@pytest.mark.stress
+@pytest.mark.timeout(1800)
+def test_sigkill_across_build_update_and_rollback_leaves_an_openable_index(
+    fast_dir: Path,  # noqa: F811 - the fixture imported above
+) -> None:
+    sources = [_corpus(fast_dir, name, n) for name, n in (("apple", 3), ("banana", 5))]
+    indexes, states = {}, {}
+    for shards in (1, 3):
+        sharding = {"shards": shards} if shards > 1 else {}
+        states[shards] = {
+            _texts(
+                Index.build(
+                    [s], fast_dir / f"ref-{shards}-{s.name}", vector=False, **sharding, **SETTINGS
+                )
+            )
+            for s in sources
+        }
+        indexes[shards] = fast_dir / f"idx-{shards}"
+        Index.build([sources[0]], indexes[shards], **sharding, **OPTIONS)
+    rng = random.Random(2026)
+    ready = collections.deque(_spawn_store_writer() for _ in range(AHEAD))
+    try:
+        for trial in range(STORE_TRIALS):
+            shards = 1 if trial % 2 else 3
+            idx = indexes[shards]
+            proc = ready.popleft()
+            ready.append(_spawn_store_writer())  # imports while this one works
+            assert proc.stdin is not None and proc.stdout is not None
+            assert proc.stdout.readline() == "ready\n"
+            proc.stdin.write(f"{idx} {trial} {shards} {' '.join(map(str, sources))}\n")
+            proc.stdin.flush()
+            time.sleep(rng.uniform(0.0, 0.5))
+            proc.kill()
+            proc.wait()
+            with Index.open(idx) as index:
+                assert _texts(index) in states[shards]
+                assert index.keyword_search("sentence", 3)
+            for version in list_versions(idx):  # every listed version is complete
+                open_version(idx, version).close()
+    finally:
+        for proc in ready:
+            proc.kill()
+            proc.wait()
+    for shards, idx in indexes.items():
+        with Index.open(idx) as index:
+            index.update([sources[1]])  # the next write
+        assert _debris(idx) == []
+        if shards > 1:
+            assert _unnamed_shard_versions(idx) == []

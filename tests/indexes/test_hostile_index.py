@@ -20,7 +20,7 @@ from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Document
-from ragtools.parsers.errors import IndexLoadError
+from ragtools.parsers.errors import IndexLoadError, IndexStateError
 from ragtools.parsers.selection import LEAVES_ROOT, Selection
 
 CAFE = os.fsdecode(b"caf\xe9.txt")  # a Latin-1 name: not UTF-8
@@ -100,7 +100,7 @@ def test_a_failed_save_leaves_no_temporary_directory(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(IndexWriter, "_write", failing)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(IndexStateError, match=r"index: no space left on device \(ENOSPC\)"):
         IndexWriter.from_documents(docs, out, vector=False)
     assert _tmp_left(out) == []
     assert len(Index.open(out)) == 2  # the previous version is live and whole

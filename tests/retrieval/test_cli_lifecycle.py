@@ -115,6 +115,28 @@ def test_rollback_brings_back_the_old_results(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no version 'v-000009'" in missing.stderr
 
 
+def test_versions_and_rollback_of_a_sharded_index(tmp_path: Path) -> None:
+    """#32: every version once listed "manifest.json: file is missing"; rollback failed."""
+    docs, index = corpus(tmp_path / "docs"), tmp_path / "index"
+    rag("build", str(docs), "--out", str(index), "--no-vector", "--shards", "4")
+    old = rag("search", str(index), "lava volcano", "--mode", "keyword", "--json")
+    (docs / "volcano.txt").unlink()
+    rag("update", str(index))
+    listing = rag("versions", str(index)).stdout.splitlines()
+    assert listing[0].startswith("  v-000001  ") and "3 files, 3 chunks" in listing[0]
+    assert listing[1].startswith("* v-000002  ") and "2 files, 2 chunks" in listing[1]
+    assert "missing" not in "".join(listing)
+    proc = rag("rollback", str(index))
+    assert proc.stdout.strip() == f"rolled back {index}: v-000001 is live (was v-000002)"
+    back = rag("search", str(index), "lava volcano", "--mode", "keyword", "--json")
+    assert back.stdout == old.stdout
+    rows = json.loads(rag("versions", str(index), "--json").stdout)
+    assert [(r["version"], r["live"], "error" in r) for r in rows] == [
+        ("v-000001", True, False),
+        ("v-000002", False, False),
+    ]
+
+
 def test_how_many_versions_are_kept_is_a_setting(tmp_path: Path) -> None:
     docs, index = corpus(tmp_path / "docs"), tmp_path / "index"
     rag("build", str(docs), "--out", str(index), "--no-vector", "--keep-versions", "3")
