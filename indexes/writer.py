@@ -133,6 +133,7 @@ class IndexWriter:
             selection=rules,
             source_base=str(root),
             documents={doc.id: doc.text for doc in documents},
+            replaced=parsed.replaced,
         )
         logger.info(
             "built %s: %d files, %d chunks, %d failures in %.1fs",
@@ -289,12 +290,15 @@ class IndexWriter:
         selection: Selection | None = None,
         source_base: str | None = None,
         documents: Mapping[str, str] | None = None,
+        replaced: int = 0,
     ) -> None:
         """Index ``chunks``, write them as a new version and make the ``Index`` show it.
 
         What the index tracks (``sources``, ``fingerprints``, ``failures``, ``meta``,
         ``skipped``, ``selection``) carries over from the current version unless given;
         so do the texts of the chunks' documents, except those ``documents`` gives anew.
+        ``replaced`` (lone surrogates the parsers replaced by U+FFFD in this change) is
+        counted in the manifest for the build report.
         """
         index, settings = self.index, self.index.settings
         if not chunks:
@@ -328,7 +332,7 @@ class IndexWriter:
         written: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
-            written.update(self._write(directory, state, tracked, texts))
+            written.update(self._write(directory, state, tracked, texts, replaced))
 
         with writer_lock(index.path):  # the new version stays live until the index pins it
             final = write_version(index.path, write, keep=None)
@@ -349,6 +353,7 @@ class IndexWriter:
         state: IndexState,
         tracked: dict[str, Any],
         texts: Mapping[str, str],
+        replaced: int,
     ) -> dict[str, Any]:
         index, settings = self.index, state.settings
         write_chunks(directory / CHUNKS, state.chunks)
@@ -382,6 +387,7 @@ class IndexWriter:
                 "files": len(set(tracked["fingerprints"]) - {p for p, _ in tracked["skipped"]}),
                 "failures": len(tracked["failures"]),
                 "skipped": len(tracked["skipped"]),
+                "replaced": replaced,
             },
             **tracked,
         }

@@ -270,6 +270,7 @@ def test_rag_build_of_a_record_with_a_lone_surrogate_succeeds_and_says_so(tmp_pa
     proc = rag("build", str(docs), "--out", str(tmp_path / "index"), "--no-vector")
     assert proc.returncode == 0, proc.stderr  # was a UnicodeEncodeError traceback
     assert b"1 chunks from 1 files" in proc.stdout
+    assert b"(0 skipped, 0 failed, 1 lone surrogates replaced by U+FFFD)" in proc.stdout
     assert b"notes.jsonl: 1 lone surrogates (not characters) replaced by U+FFFD" in proc.stderr
     proc = rag("search", str(tmp_path / "index"), "trace", "--json")
     assert json.loads(proc.stdout)[0]["chunk"]["text"] == "trace \ufffd compile"
