@@ -147,11 +147,9 @@ def function_view(tool: Any) -> FunctionView:
             "give them to_langchain_tool(tool) (ragtools.retrieval.integrations.langchain)"
         )
         raise ConfigError(msg)
-    key = ("function_view", model, tool.name)
-    memo = tool._memo
-    if key not in memo:
-        memo[key] = _build_view(model, _langchain_markers())
-    view: FunctionView = memo[key]
+    view: FunctionView = tool.memoized(
+        ("function_view", model, tool.name), lambda: _build_view(model, _langchain_markers())
+    )
     return view
 
 
