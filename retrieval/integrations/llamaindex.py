@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragtools.parsers._optional import require
+from ragtools.retrieval.bound_filter import check_bound_filter
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._hits import HIT_KEYS, check_wrapped, hit_metadata
-from ragtools.retrieval.tools.retriever_filters import check_bound_filter
 
 if TYPE_CHECKING:
     from llama_index.core.retrievers import BaseRetriever as LlamaIndexRetriever
