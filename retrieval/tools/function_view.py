@@ -62,6 +62,7 @@ from pydantic.fields import FieldInfo
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.injected import InjectedToolArg, InjectedToolCallId
+from ragtools.retrieval.tools.langchain_adapter import to_langchain_tool
 from ragtools.retrieval.tools.schema import injected_fields
 
 __all__ = [
@@ -173,8 +174,6 @@ def call_as_function(tool: Any, arguments: dict[str, Any]) -> Any:
             arguments = {k: v for k, v in arguments.items() if k != view.call_id}
     if call_id is None:
         return tool.invoke(arguments)
-    from ragtools.retrieval.integrations.langchain import to_langchain_tool
-
     # Built per call, never kept: a tool's settings may be reassigned between calls.
     adapter = to_langchain_tool(tool)
     call = {"name": tool.name, "args": arguments, "id": str(call_id), "type": "tool_call"}
