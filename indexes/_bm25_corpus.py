@@ -12,7 +12,7 @@ Not thread-safe on its own: the index calls it under its lock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -42,10 +42,11 @@ class Corpus:
         self._compact_needed = False
 
     @classmethod
-    def restore(cls, terms: list[str], arrays: dict[str, np.ndarray]) -> Corpus:
-        """A corpus as saved: every row merged and deleted rows' postings dropped."""
+    def restore(cls, terms: Sequence[str] | Vocabulary, arrays: Mapping[str, np.ndarray]) -> Corpus:
+        """A corpus as saved: every row merged and deleted rows' postings dropped (a
+        :class:`Vocabulary` given as ``terms`` is kept, not copied, so shards can share one)."""
         corpus = cls()
-        corpus.vocab = Vocabulary(terms)
+        corpus.vocab = terms if isinstance(terms, Vocabulary) else Vocabulary(terms)
         corpus._postings = Postings(arrays["indptr"], arrays["docs"], arrays["tf"])
         corpus.doc_len = arrays["doc_len"]
         corpus.deleted = np.array(arrays["deleted"], dtype=np.bool_)  # writable copy

@@ -37,9 +37,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_corpus import Corpus
 from ragtools.indexes._bm25_io import ARRAYS, load_arrays
-from ragtools.indexes._bm25_math import Postings, Vocabulary, Weights, compute_idf, compute_weights
+from ragtools.indexes._bm25_math import Postings, Vocabulary, compute_idf, compute_weights
 from ragtools.indexes._persist import save_npy
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
@@ -67,7 +66,7 @@ class ShardCounts:
     @classmethod
     def of(cls, index: BM25Index, global_rows: npt.ArrayLike) -> ShardCounts:
         """The counts of ``index``, whose row ``i`` is row ``global_rows[i]`` of the whole."""
-        corpus: Corpus = index._corpus
+        corpus = index.corpus()
         postings = corpus.postings()  # live rows only, rows ascending within a term
         df = np.diff(postings.indptr)
         present = np.flatnonzero(df > 0)
@@ -209,7 +208,7 @@ def with_global_stats(
         IndexLoadError: the shard has a term the statistics lack (they belong to another
             version of the sharded index).
     """
-    corpus = index._corpus
+    corpus = index.corpus()
     postings = corpus.postings()
     lengths = np.diff(postings.indptr)
     get = vocab.get
@@ -236,28 +235,30 @@ def with_global_stats(
         **index.weight_params,
         global_idf=idf,
     )
-    arrays = {"indptr": indptr, "docs": docs, "tf": tf}
+    arrays = {"indptr": indptr, "docs": docs, "tf": tf, "weights": weights.weights}
     arrays.update(doc_len=corpus.doc_len, deleted=corpus.deleted)
-    return _scored_shard(index, arrays, vocab, weights)
+    return _scored_shard(index, arrays, vocab, idf)
 
 
 def _scored_shard(
-    template: BM25Index, arrays: dict[str, np.ndarray], vocab: Vocabulary, weights: Weights
+    template: BM25Index,
+    arrays: dict[str, np.ndarray],
+    vocab: Vocabulary,
+    idf: tuple[np.ndarray, bool, int],
 ) -> GlobalStatsBM25:
-    """A read-only shard over ``arrays`` (global term ids), scoring like ``template``
-    (tokenizer, variant, parameters) with ``weights``."""
-    shard = GlobalStatsBM25(template.tokenizer, **template.weight_params, k3=template.k3)
-    shard._corpus = Corpus.restore([], arrays)
-    shard._corpus.vocab = vocab
-    shard._ready = shard._make_snapshot(weights)
-    return shard
+    """A read-only shard over ``arrays`` (global term ids, their ``weights`` computed with
+    the global ``idf``), scoring like ``template`` (tokenizer, variant, parameters)."""
+    settings = {**template.weight_params, "k3": template.k3}
+    return GlobalStatsBM25.from_arrays(
+        vocab, arrays, idf=idf, tokenizer=template.tokenizer, **settings
+    )
 
 
 def save_scored(shard: GlobalStatsBM25, directory: Path) -> list[str]:
     """Write ``shard``'s postings and weights (global term ids) as ``.npy`` files in
     ``directory`` (created); returns their names."""
     directory.mkdir(parents=True, exist_ok=True)
-    arrays = shard._corpus.arrays(shard._snapshot().weights.weights)
+    arrays = shard.arrays()
     for name, dtype in ARRAYS.items():
         save_npy(directory / f"{name}.npy", np.asarray(arrays[name], dtype=dtype))
     return [f"{name}.npy" for name in ARRAYS]
@@ -281,5 +282,4 @@ def load_scored(
         IndexLoadError: a missing file, or one that does not fit the others (named).
     """
     arrays = load_arrays(directory, len(vocab), n_rows, mmap=True, read_postings=False)
-    weights = Weights(idf[0], arrays["weights"], idf[1], idf[2])
-    return _scored_shard(template, arrays, vocab, weights)
+    return _scored_shard(template, arrays, vocab, idf)

@@ -22,7 +22,7 @@ from typing import overload
 
 import numpy as np
 
-from ragtools.indexes.store import _chunk
+from ragtools.indexes.store import chunk_of_line
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import IndexLoadError
 
@@ -84,7 +84,7 @@ class ChunkFile(_Rows):
     def _row(self, row: int) -> Chunk:
         line = self._data[int(self._starts[row]) : int(self._ends[row])]
         try:
-            return _chunk(bytes(line).decode("utf-8"))
+            return chunk_of_line(bytes(line).decode("utf-8"))
         except ValueError as exc:
             msg = f"line {row + 1} is not a valid chunk ({exc})"
             raise IndexLoadError(self.path, msg) from exc

@@ -46,10 +46,10 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from ragtools.indexes._bm25_math import (
     DEFAULT_VARIANT,
     VARIANT_DEFAULTS,
     Variant,
+    Vocabulary,
     Weights,
     compute_idf,
     compute_weights,
@@ -216,6 +217,21 @@ class BM25Index:
             self._ready = None
         logger.info("BM25: deleted %d rows; %d live", fresh, len(self))
 
+    def corpus(self) -> Corpus:
+        """The counted rows (vocabulary, live postings, row lengths, deletions, live totals),
+        brought up to date: what merging the statistics of several indexes reads
+        (:mod:`indexes._bm25_global`). Read it; only the index changes it (under its lock)."""
+        with self._lock:
+            self._corpus.postings()  # merges pending rows, drops deleted rows' postings
+            return self._corpus
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The index as arrays, weights brought up to date: what :meth:`save` writes and
+        :meth:`from_arrays` takes back (``indptr``, ``docs``, ``tf``, ``weights``,
+        ``doc_len``, ``deleted``; the postings are term-major over the live rows)."""
+        with self._lock:
+            return self._corpus.arrays(self._snapshot().weights.weights)
+
     def _snapshot(self) -> q.Snapshot:
         """Bring postings and weights up to date (if anything changed) and return them."""
         ready = self._ready
@@ -347,8 +363,7 @@ class BM25Index:
         """
         started = time.perf_counter()
         with self._lock:
-            arrays = self._corpus.arrays(self._snapshot().weights.weights)
-            path = write_index(directory, self.params, self._corpus.vocab.terms, arrays)
+            path = write_index(directory, self.params, self._corpus.vocab.terms, self.arrays())
         logger.info(
             "BM25: saved %d rows, %d terms to %s in %.3fs",
             self.n_rows,
@@ -357,6 +372,42 @@ class BM25Index:
             time.perf_counter() - started,
         )
         return path
+
+    @classmethod
+    def from_arrays(
+        cls,
+        terms: Sequence[str] | Vocabulary,
+        arrays: Mapping[str, np.ndarray],
+        *,
+        idf: tuple[np.ndarray, bool, int] | None = None,
+        tokenizer: Tokenizer | None = None,
+        **params: Any,
+    ) -> Self:
+        """An index over arrays as :meth:`arrays` gives them, scoring with their ``weights``
+        as they are (nothing is recomputed, so a memory-mapped array stays unread).
+
+        Args:
+            terms: term ``i`` is the term of posting list ``i`` (a :class:`Vocabulary` is
+                kept as it is, so shards can share one).
+            arrays: ``indptr``, ``docs``, ``tf``, ``weights``, ``doc_len``, ``deleted``.
+            idf: the ``compute_idf`` triple the weights were computed with; ``None``: the
+                idf of these rows (a whole index). A shard scoring with the statistics of
+                all shards passes theirs (:mod:`indexes._bm25_global`).
+            tokenizer: as in the constructor.
+            **params: the constructor's keyword arguments (variant, k1, b, epsilon, ...).
+
+        Raises:
+            ConfigError: an unknown variant or an out-of-range parameter.
+        """
+        index = cls(tokenizer, **params)
+        index._corpus = corpus = Corpus.restore(terms, arrays)
+        if idf is None:
+            live = corpus.postings().indptr
+            idf = compute_idf(live, corpus.n_live, variant=index.variant, epsilon=index.epsilon)
+        values, positive, n_negative = idf
+        weights = Weights(values, arrays["weights"], positive, n_negative)
+        index._ready = index._make_snapshot(weights)  # the given weights: nothing to recompute
+        return index
 
     @classmethod
     def load(cls, directory: str | Path, *, mmap: bool = False, verify: bool = True) -> BM25Index:
@@ -379,16 +430,11 @@ class BM25Index:
         stored = read_index(directory, mmap=mmap, verify=verify)
         try:
             tokenizer_settings, params = index_arguments(stored.params)
-            index = cls(Tokenizer.from_dict(tokenizer_settings), **params)
+            tokenizer = Tokenizer.from_dict(tokenizer_settings)
+            index = cls.from_arrays(stored.terms, stored.arrays, tokenizer=tokenizer, **params)
         except (ConfigError, KeyError, TypeError, ValueError) as exc:
             msg = f"invalid BM25 params {stored.params!r} ({exc})"
             raise IndexLoadError(stored.manifest_path, msg) from exc
-        index._corpus = corpus = Corpus.restore(stored.terms, stored.arrays)
-        idf, positive, n_negative = compute_idf(
-            corpus.postings().indptr, corpus.n_live, variant=index.variant, epsilon=index.epsilon
-        )
-        weights = Weights(idf, stored.arrays["weights"], positive, n_negative)
-        index._ready = index._make_snapshot(weights)  # the saved weights: nothing to recompute
         logger.info(
             "BM25: loaded %d rows, %d terms from %s in %.3fs",
             index.n_rows,

@@ -18,7 +18,7 @@ from pydantic_core import PydanticSerializationError
 from ragtools.parsers.document import Chunk, json_text
 from ragtools.parsers.errors import IndexLoadError
 
-__all__ = ["read_chunks", "write_chunks"]
+__all__ = ["chunk_of_line", "read_chunks", "write_chunks"]
 
 
 def write_chunks(path: str | Path, chunks: Iterable[Chunk]) -> int:
@@ -37,7 +37,13 @@ def write_chunks(path: str | Path, chunks: Iterable[Chunk]) -> int:
     return count
 
 
-def _chunk(line: str) -> Chunk:
+def chunk_of_line(line: str) -> Chunk:
+    """The chunk one line of a store holds (what :func:`read_chunks` reads line by line, and
+    the chunk file of an opened index reads one row at a time).
+
+    Raises:
+        pydantic.ValidationError: the line is not a valid chunk.
+    """
     try:
         return Chunk.model_validate_json(line)
     except ValidationError as exc:
@@ -61,7 +67,7 @@ def read_chunks(path: str | Path) -> list[Chunk]:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 try:
-                    chunks.append(_chunk(line))
+                    chunks.append(chunk_of_line(line))
                 except ValidationError as exc:
                     msg = f"line {number} is not a valid chunk ({exc.error_count()} errors)"
                     raise IndexLoadError(path, msg) from exc

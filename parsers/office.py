@@ -104,10 +104,12 @@ def _docx_table_rows(table: Any) -> Iterator[str]:
     for row in table.rows:
         seen: set[int] = set()
         values: list[str] = []
-        for cell in row.cells:  # merged cells repeat: keep each underlying cell once
-            if id(cell._tc) in seen:
+        # A cell spanning n grid columns is the same object n times in ``row.cells`` (and
+        # the tuple keeps every cell alive, so ids are not reused): keep each once.
+        for cell in row.cells:
+            if id(cell) in seen:
                 continue
-            seen.add(id(cell._tc))
+            seen.add(id(cell))
             values.append(cell.text)
         line = _row_text(values)
         if line:
@@ -153,16 +155,21 @@ def parse_docx(path: Path, *, source: str, password: str | None = None) -> list[
     # the document for each paragraph without one (a million tiny paragraphs: minutes).
     names = {style.style_id: style.name for style in document.styles}
     parts = _paragraph_parts()
-    for block in document.iter_inner_content():
-        if hasattr(block, "rows"):
-            rows = [limit.add(row) for row in _docx_table_rows(block)]
+    from docx.oxml.text.paragraph import CT_P
+    from docx.table import Table
+
+    # The body's paragraph and table elements in reading order, the ones iter_inner_content
+    # wraps: a paragraph is read off its element, which python-docx's proxy keeps private.
+    for element in document.element.body.inner_content_elements:
+        if not isinstance(element, CT_P):  # a table
+            rows = [limit.add(row) for row in _docx_table_rows(Table(element, document))]
             if rows:
                 blocks.append(("\n".join(rows), 0))
             continue
-        text = limit.add("".join(str(e) for e in parts(block._p)).strip())
+        text = limit.add("".join(str(e) for e in parts(element)).strip())
         if not text:
             continue
-        style_id = block._p.style  # None: the default paragraph style (body text)
+        style_id = element.style  # None: the default paragraph style (body text)
         level = _heading_level(names.get(style_id) or "" if style_id else "")
         blocks.append((text, level))
         if heading is None and level:

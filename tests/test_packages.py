@@ -1,4 +1,5 @@
-"""Package surface: exported names, import direction, lazy heavy imports."""
+"""Package surface: exported names, lazy heavy imports and tool layer (the import direction
+is tests/test_import_graph.py's)."""
 
 from __future__ import annotations
 
@@ -49,14 +50,6 @@ def _ours(module: str) -> str:
     return parts[1] if parts[0] == "ragtools" and len(parts) > 1 else parts[0]
 
 
-@pytest.mark.parametrize(
-    ("package", "forbidden"),
-    [("parsers", {"indexes", "retrieval"}), ("indexes", {"retrieval"})],
-)
-def test_imports_flow_one_way(package: str, forbidden: set[str]) -> None:
-    assert not _imports(package) & forbidden
-
-
 def test_importing_the_packages_loads_no_heavy_library() -> None:
     code = (
         "import sys, ragtools.parsers, ragtools.indexes, ragtools.retrieval\n"
@@ -66,6 +59,52 @@ def test_importing_the_packages_loads_no_heavy_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _loaded_after(code: str) -> list[str]:
+    """Our modules loaded by running ``code`` in a fresh interpreter."""
+    code += "\nimport sys\nprint(' '.join(sorted(m for m in sys.modules if 'ragtools' in m)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["ragtools.retrieval", "ragtools.retrieval.cli", "ragtools.retrieval.integrations",
+     "ragtools.retrieval.integrations.mcp", "ragtools.retrieval.evaluation"],
+)  # fmt: skip
+def test_importing_retrieval_loads_no_tool_module(module: str) -> None:
+    loaded = _loaded_after(f"import {module}")
+    assert module in loaded
+    assert [m for m in loaded if m.startswith("ragtools.retrieval.tools")] == []
+
+
+def test_the_tool_names_load_the_tool_layer_on_first_access() -> None:
+    loaded = _loaded_after(
+        "import ragtools.retrieval as r\n"
+        "from ragtools.retrieval import create_retriever_tool, RetrieverInput\n"
+        "from ragtools.retrieval.tools import retriever_tool\n"
+        "assert create_retriever_tool is retriever_tool.create_retriever_tool\n"
+        "assert RetrieverInput is r.RetrieverInput is retriever_tool.RetrieverInput\n"
+        "assert {'create_retriever_tool', 'RetrieverInput', 'Hit'} <= set(dir(r))"
+    )
+    assert "ragtools.retrieval.tools.retriever_tool" in loaded
+    assert "ragtools.retrieval.tools.qwen" in loaded  # the package registers Qwen's tools
+
+
+def test_retrieval_exports_snapshot() -> None:
+    """The lazy names are still exported: ``__all__`` is unchanged and each name resolves."""
+    assert retrieval.__all__ == [
+        "BaseRetriever", "CrossEncoderReranker", "Expansion", "Filter", "FrontPageRetriever",
+        "Hit", "HybridRetriever", "Index", "IndexRetriever", "KeywordRetriever", "MMRReranker",
+        "RankedChunks", "Ranker", "Reranker", "Retriever", "RetrieverInput", "VectorRetriever",
+        "compile_filter", "create_retriever_tool", "distribution_based_score_fusion",
+        "filter_mask", "fuse", "fuse_hits", "fuse_rankings", "reciprocal_rank_fusion",
+        "relative_score_fusion",
+    ]  # fmt: skip
+    assert set(retrieval.__all__) <= set(dir(retrieval))
+    with pytest.raises(AttributeError, match="create_retriever_tools"):
+        retrieval.create_retriever_tools  # noqa: B018 (a typo is an AttributeError)
 
 
 def test_missing_faiss_names_the_dependency(monkeypatch: pytest.MonkeyPatch) -> None:

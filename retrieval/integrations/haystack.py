@@ -41,10 +41,10 @@ from typing import Any
 
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.bound_filter import check_bound_filter
 from ragtools.retrieval.filters import SYMBOL_OPERATORS
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._hits import check_wrapped, hit_metadata
-from ragtools.retrieval.tools.retriever_filters import check_bound_filter
 
 __all__ = ["haystack_filter", "hit_to_haystack_document", "to_haystack_component"]
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from ragtools.retrieval.bound_filter import check_bound_filter, combine_filters
 from ragtools.retrieval.integrations._hits import check_wrapped
 from ragtools.retrieval.integrations.haystack import (
     check_top_k,
@@ -31,7 +32,6 @@ from ragtools.retrieval.integrations.haystack import (
     hit_to_haystack_document,
 )
 from ragtools.retrieval.retriever_config import retriever_config, retriever_from_config
-from ragtools.retrieval.tools.retriever_filters import check_bound_filter, combine_filters
 
 __all__ = ["RagtoolsRetriever"]
 

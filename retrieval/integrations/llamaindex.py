@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.bound_filter import check_bound_filter
 from ragtools.retrieval.filters import SYMBOL_OPERATORS
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._hits import (
@@ -61,7 +62,6 @@ from ragtools.retrieval.integrations._hits import (
     hidden_file_keys,
     hit_metadata,
 )
-from ragtools.retrieval.tools.retriever_filters import check_bound_filter
 
 if TYPE_CHECKING:
     from llama_index.core.retrievers import BaseRetriever as LlamaIndexRetriever

@@ -39,9 +39,9 @@ from __future__ import annotations
 import copy
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
 
@@ -85,6 +85,7 @@ ArgsSchema: TypeAlias = type[BaseModel] | dict[str, Any]
 ToolInput: TypeAlias = str | dict[str, Any] | ToolCall
 ResponseFormat: TypeAlias = Literal["content", "content_and_artifact"]
 _VALIDATION_MESSAGE = "Tool input validation error"
+_T = TypeVar("_T")
 
 
 class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
@@ -137,6 +138,17 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         super().__init__(**data)
         self._check_settings()
 
+    def memoized(self, key: Hashable, build: Callable[[], _T]) -> _T:
+        """``build()``, computed once per ``key`` and kept on this tool: for the schemas and
+        views derived from its settings. Settings may be reassigned, so ``key`` names every
+        one the value depends on (a changed setting is then a new key, never a stale value).
+        """
+        memo = self._memo
+        if key not in memo:
+            memo[key] = build()
+        value: _T = memo[key]
+        return value
+
     def _check_settings(self) -> None:
         """Check the settings pydantic cannot (schema kind, handler kinds, name)."""
         if not self.name.strip():
@@ -166,11 +178,7 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             return None
         if self.args_schema is not None:
             return self.args_schema
-        key = ("inferred", type(self))
-        if key not in self._memo:
-            self._memo[key] = self._infer_input_schema()
-        schema: type[BaseModel] = self._memo[key]
-        return schema
+        return self.memoized(("inferred", type(self)), self._infer_input_schema)
 
     def _model_schema(self) -> type[BaseModel]:
         schema = self.get_input_schema()
@@ -191,13 +199,12 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
                 return {**self.args_schema, "description": self.description}
             return dict(self.args_schema)
         full = self._model_schema()
-        key = ("call", full, self.name, self.description)
-        if key not in self._memo:
-            self._memo[key] = subset_model(
+        return self.memoized(
+            ("call", full, self.name, self.description),
+            lambda: subset_model(
                 full, self.name, exclude=injected_fields(full), description=self.description
-            )
-        schema: type[BaseModel] = self._memo[key]
-        return schema
+            ),
+        )
 
     def tool_call_json_schema(self) -> dict[str, Any]:
         """``tool_call_schema`` as a JSON-schema dict (a fresh copy)."""

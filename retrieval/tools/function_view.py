@@ -62,6 +62,7 @@ from pydantic.fields import FieldInfo
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.injected import InjectedToolArg, InjectedToolCallId
+from ragtools.retrieval.tools.langchain_adapter import to_langchain_tool
 from ragtools.retrieval.tools.schema import injected_fields
 
 __all__ = [
@@ -147,11 +148,9 @@ def function_view(tool: Any) -> FunctionView:
             "give them to_langchain_tool(tool) (ragtools.retrieval.integrations.langchain)"
         )
         raise ConfigError(msg)
-    key = ("function_view", model, tool.name)
-    memo = tool._memo
-    if key not in memo:
-        memo[key] = _build_view(model, _langchain_markers())
-    view: FunctionView = memo[key]
+    view: FunctionView = tool.memoized(
+        ("function_view", model, tool.name), lambda: _build_view(model, _langchain_markers())
+    )
     return view
 
 
@@ -175,8 +174,6 @@ def call_as_function(tool: Any, arguments: dict[str, Any]) -> Any:
             arguments = {k: v for k, v in arguments.items() if k != view.call_id}
     if call_id is None:
         return tool.invoke(arguments)
-    from ragtools.retrieval.integrations.langchain import to_langchain_tool
-
     # Built per call, never kept: a tool's settings may be reassigned between calls.
     adapter = to_langchain_tool(tool)
     call = {"name": tool.name, "args": arguments, "id": str(call_id), "type": "tool_call"}

@@ -13,8 +13,8 @@ model knows its choices:
 The arguments are validated against that schema before the retriever runs, so a value outside
 the allowed ones is an error the model reads (the tool handles validation errors by default),
 never a filter. The choice becomes a filter of :mod:`retrieval.filters` and is joined with the
-tool's bound ``filter`` by ``$and``, so the model can narrow a bound filter but never widen or
-replace it.
+tool's bound ``filter`` by ``$and`` (:mod:`retrieval.bound_filter`), so the model can narrow a
+bound filter but never widen or replace it.
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
-from ragtools.retrieval.filters import compile_filter
 
 __all__ = [
     "allowed_filter_schema",
-    "check_bound_filter",
-    "combine_filters",
     "describe_invalid_arguments",
     "filter_of_choice",
 ]
@@ -150,16 +147,6 @@ def filter_of_choice(choice: BaseModel | None) -> dict[str, Any] | None:
     return conditions or None
 
 
-def combine_filters(*filters: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """All the given filters at once (``$and``), or the one there is, or ``None``."""
-    present = [f for f in filters if f]
-    if not present:
-        return None
-    if len(present) == 1:
-        return present[0]
-    return {"$and": [dict(f) for f in present]}
-
-
 def describe_invalid_arguments(error: Exception) -> str:
     """The message a model reads for arguments the schema refused: each bad field by its
     path, what was wrong, and the value given (no schema dump, no stack)."""
@@ -171,10 +158,3 @@ def describe_invalid_arguments(error: Exception) -> str:
         where = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
         lines.append(f"{where}: {item.get('msg', 'invalid')} (got {item.get('input')!r})")
     return "Invalid arguments, nothing was searched:\n" + "\n".join(lines)
-
-
-def check_bound_filter(filter: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """``filter`` itself once it compiles (a bad bound filter fails when the tool is made)."""
-    if filter is not None:
-        compile_filter(filter)
-    return filter

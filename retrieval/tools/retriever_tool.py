@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import Filter, Retriever
+from ragtools.retrieval.bound_filter import check_bound_filter, combine_filters
 from ragtools.retrieval.expand import ExpandMode, Expansion, expand_hits, expansion_of, index_states
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.threshold import MinScore, apply_min_score, check_min_score
@@ -71,8 +72,6 @@ from ragtools.retrieval.tools.base import ResponseFormat
 from ragtools.retrieval.tools.budget import TokenCounter, fit_blocks, token_counter
 from ragtools.retrieval.tools.retriever_filters import (
     allowed_filter_schema,
-    check_bound_filter,
-    combine_filters,
     describe_invalid_arguments,
     filter_of_choice,
 )

@@ -59,8 +59,8 @@ def test_shard_scores_equal_one_index_bit_for_bit(variant: str | None, n_shards:
     single = BM25Index(variant=variant)  # type: ignore[arg-type]
     single.add(rows)
     shards, stats = sharded(rows, n_shards, variant=variant)
-    assert stats.terms == single._corpus.vocab.terms  # numbered as one index numbers them
-    assert (stats.n_live, stats.total_len) == (len(single), single._corpus.total_len)
+    assert stats.terms == single.corpus().vocab.terms  # numbered as one index numbers them
+    assert (stats.n_live, stats.total_len) == (len(single), single.corpus().total_len)
     for query in QUERIES:
         whole = single.get_scores(query)
         for shard, global_rows in shards:

@@ -14,7 +14,7 @@ import pytest
 from ragtools.indexes._persist import write_manifest
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.tokenize import Tokenizer
-from ragtools.parsers.errors import IndexLoadError, IndexVersionError
+from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexVersionError
 
 TEXTS = [
     "Cells divide by mitosis.",
@@ -76,6 +76,28 @@ def test_round_trip_keeps_settings_rows_and_scores(
         assert target.add(["Energy for new cells"]).tolist() == [5]
         target.delete([0])
     assert results(loaded) == results(index)
+
+
+def test_from_arrays_rebuilds_the_index_from_its_arrays(index: BM25Index) -> None:
+    """``arrays()`` and ``from_arrays`` round-trip in memory, as ``save``/``load`` on disk:
+    same rows, deletions and scores, and a mutable result."""
+    settings = {**index.weight_params, "k3": index.k3}
+    copy = BM25Index.from_arrays(
+        index.corpus().vocab.terms, index.arrays(), tokenizer=index.tokenizer, **settings
+    )
+    assert copy.params == index.params
+    assert copy.deleted.tolist() == index.deleted.tolist()
+    assert results(copy) == results(index)
+    for query in QUERIES:
+        np.testing.assert_array_equal(copy.get_scores(query), index.get_scores(query))
+    for target in (index, copy):
+        target.add(["Energy for new cells"])
+    assert results(copy) == results(index)
+
+
+def test_from_arrays_refuses_bad_settings(index: BM25Index) -> None:
+    with pytest.raises(ConfigError, match="variant"):
+        BM25Index.from_arrays(index.corpus().vocab.terms, index.arrays(), variant="bm99")
 
 
 def test_saving_over_the_memory_mapped_source(index: BM25Index, tmp_path: Path) -> None:

@@ -111,14 +111,14 @@ def test_a_sharded_index_opens_without_parsing_its_chunks(
         [document(i) for i in range(N_DOCS)], tmp_path / "one", vector=False
     )
     parsed = 0
-    real_chunk = _chunk_file._chunk
+    real_chunk = _chunk_file.chunk_of_line
 
     def counting_chunk(line: str) -> Any:
         nonlocal parsed
         parsed += 1
         return real_chunk(line)
 
-    monkeypatch.setattr(_chunk_file, "_chunk", counting_chunk)
+    monkeypatch.setattr(_chunk_file, "chunk_of_line", counting_chunk)
     sharded = Index.open(tmp_path / "many")
     assert parsed == 0 and len(sharded.chunks) == N_DOCS
     hits = KeywordRetriever(sharded, k=3).invoke("theta kappa")

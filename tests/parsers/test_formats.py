@@ -212,6 +212,24 @@ def test_docx(tmp_path: Path) -> None:
     assert chunk.metadata["headings"] == ["Revenue", "By region"]
 
 
+def test_docx_merged_cells_are_read_once_per_row(tmp_path: Path) -> None:
+    """A cell spanning columns is one cell of its row; a cell spanning rows is python-docx's
+    ``row.cells``: its text in every row it covers."""
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=3)
+    wide = table.cell(0, 0).merge(table.cell(0, 1))
+    wide.text = "Region"
+    tall = table.cell(0, 2).merge(table.cell(1, 2))
+    tall.text = "Note"
+    table.cell(1, 0).text, table.cell(1, 1).text = "Europe", "9 %"
+    path = tmp_path / "merged.docx"
+    document.save(str(path))
+    (doc,) = parsers.load(path)
+    assert doc.text == "Region | Note\nEurope | 9 % | Note"
+
+
 def test_pptx_one_document_per_slide(tmp_path: Path) -> None:
     import pptx
 
