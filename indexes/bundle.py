@@ -134,13 +134,23 @@ class Index:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def base_embedder(self) -> Embedder | None:
+        """The embedder given when this index was opened (``None``: the one its manifest
+        names, loaded on first use); writers of new versions and shards reuse it."""
+        return self._base_embedder
+
     def close(self) -> None:
         """Release this index's pin on its version (searches still work on POSIX, whose
         mapped files outlive their deletion; reopen to be safe). Idempotent."""
-        self._hold(None)
+        self.hold_pin(None)
 
-    def _hold(self, pin: VersionPin | None) -> None:
-        """Pin ``pin``'s version for as long as this object lives; release the previous."""
+    def hold_pin(self, pin: VersionPin | None) -> None:
+        """Pin ``pin``'s version for as long as this object lives; release the previous.
+
+        The one way a version pin (:func:`~indexes.versions.pin_version`) is handed to an
+        ``Index``: whoever opens a version pins it first, then gives the pin to the index.
+        """
         previous = self._unpin
         self._pin, self._unpin = pin, None
         if pin is not None:
@@ -154,7 +164,7 @@ class Index:
         with reading(self.path):
             pin = pin_version(self.path, version_dir.name)
         self.state, self.version_dir = state, version_dir
-        self._hold(pin)
+        self.hold_pin(pin)
 
     def adopt(self, other: Index) -> None:
         """Show what ``other`` (an index of the same root) shows, and take over its pin."""
@@ -163,7 +173,7 @@ class Index:
             other._unpin.detach()
         other._pin = other._unpin = None
         self.state, self.version_dir = other.state, other.version_dir
-        self._hold(pin)
+        self.hold_pin(pin)
 
     def refresh(self) -> bool:
         """Read the live version again if a writer switched it since this index read it.
@@ -185,7 +195,7 @@ class Index:
                 if pin is not None:
                     pin.release()
                 raise
-        fresh._hold(pin)
+        fresh.hold_pin(pin)
         self.adopt(fresh)
         return True
 
@@ -252,7 +262,7 @@ class Index:
                 if pin is not None:
                     pin.release()
                 raise
-        index._hold(pin)
+        index.hold_pin(pin)
         return index
 
     # ----------------------------------------------------------------- reading

@@ -96,7 +96,7 @@ def _update(
             )
     units = [shard_of(f, n) for f in files]
     tracked = {"sources": roots, "meta": index.meta}
-    finish(index.path, index.settings, built, units, tracked, index._base_embedder, into=index)
+    finish(index.path, index.settings, built, units, tracked, index.base_embedder, into=index)
     new_failures = [f for b in built for f in b.failures if f.path in stale]
     return UpdateReport(
         added=[f for f in files if f not in old],
@@ -133,7 +133,7 @@ def _rebuild(
     everything = sorted(kept_failures + failures, key=lambda f: f.path)
     fresh = {d.id: d.text for f in again for d in parsed.get(f, [])}
     texts = ChainedTexts([fresh, state.texts or {}] if state is not None else [fresh])
-    return commit_shard(work, units, index._base_embedder, everything, prints, texts)
+    return commit_shard(work, units, index.base_embedder, everything, prints, texts)
 
 
 def _unchanged(

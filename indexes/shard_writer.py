@@ -124,7 +124,7 @@ def commit_shard(
         writer = IndexWriter(
             _empty(path, IndexSettings.model_validate(work.settings), {}, embedder), collect=False
         )
-        writer._commit(
+        writer.commit(
             chunks, sources=list(prints), fingerprints=prints, failures=failures, documents=texts
         )
         version = current_version(path).name

@@ -124,7 +124,7 @@ class IndexWriter:
         parsed = parse_files(files, root=root, show_progress=show_progress, password=password)
         failures = parsed.failures
         documents = [doc for f in files for doc in parsed.by_file.get(str(f), [])]
-        writer._commit(
+        writer.commit(
             writer._split(documents),
             sources=roots,
             fingerprints={str(f): fingerprint(f) for f in files},
@@ -165,7 +165,7 @@ class IndexWriter:
         writer = cls(_empty(path, settings, overrides, embedder))
         docs = list(documents)
         texts = {doc.id: doc.text for doc in docs}
-        writer._commit(writer._split(docs), meta=dict(meta or {}), documents=texts)
+        writer.commit(writer._split(docs), meta=dict(meta or {}), documents=texts)
         return writer.index
 
     # ----------------------------------------------------------------- changes
@@ -239,7 +239,7 @@ class IndexWriter:
             failures=failures,
             skipped=skipped,
         )
-        self._commit(
+        self.commit(
             chunks,
             sources=roots,
             fingerprints=prints,
@@ -257,7 +257,7 @@ class IndexWriter:
             self.index.refresh()
             start = len(self.index.chunks)
             if chunks:
-                self._commit([*self.index.chunks, *chunks])
+                self.commit([*self.index.chunks, *chunks])
         return np.arange(start, start + len(chunks), dtype=np.int64)
 
     def delete(self, doc_ids: Iterable[str]) -> int:
@@ -268,7 +268,7 @@ class IndexWriter:
             kept = [c for c in self.index.chunks if c.doc_id not in wanted]
             removed = len(self.index.chunks) - len(kept)
             if removed:
-                self._commit(kept)
+                self.commit(kept)
         return removed
 
     # ----------------------------------------------------------------- one way to commit
@@ -278,7 +278,7 @@ class IndexWriter:
             documents, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap
         )
 
-    def _commit(
+    def commit(
         self,
         chunks: Sequence[Chunk],
         *,

@@ -542,7 +542,7 @@ class CachedFunction(Generic[_P, _R]):
         self.cache_name = name
         self.namespace = _checked_namespace(namespace)
         self._signature = inspect.signature(func)
-        self._is_async = inspect.iscoroutinefunction(func)
+        self.is_async = inspect.iscoroutinefunction(func)
 
     def bind(self, args: Any, kwargs: Any) -> dict[str, Any]:
         """The arguments of a call by parameter name, defaults applied (the validation of a
@@ -557,7 +557,7 @@ class CachedFunction(Generic[_P, _R]):
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         key = cache_key(self, (args, kwargs), entry="call", namespace=self.namespace)
-        if self._is_async:
+        if self.is_async:
             return cast(_R, self._acall(key, args, kwargs))
         started = time.perf_counter()
         if key is not None:
@@ -618,7 +618,7 @@ def cached(
     def decorator(func: Callable[_P, _R]) -> CachedFunction[_P, _R]:
         store = cache if cache is not None else ToolResultCache(maxsize, ttl)
         wrapper = CachedFunction(func, store, name or func.__qualname__, namespace)
-        if not wrapper._is_async:
+        if not wrapper.is_async:
             return wrapper
 
         # An async function must stay one to ``inspect.iscoroutinefunction`` (``@tool`` and
