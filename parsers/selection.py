@@ -345,6 +345,8 @@ def select_files(
     base = Path(os.fspath(root))
     if base.is_file():
         return [base], []
+    if is_index_folder(base):
+        return [], [(str(base), INDEX_FOLDER)]
     include = _compile(rules.include, "include")
     exclude = _compile(rules.exclude, "exclude")
     ignores = _enclosing_ignores(base) if rules.gitignore else []
@@ -395,6 +397,20 @@ def _join(directory: str, name: str) -> str:
     return name if directory == "." else f"{directory}/{name}"
 
 
+INDEX_FOLDER = "an index folder (CURRENT and versions/): an index is never a source"
+"""Why an index's own folder is skipped: ``rag build src --out src/idx`` put the index inside
+its sources, and each ``rag update`` indexed the last version's ``chunks.jsonl`` again, so the
+index grew without bound."""
+
+
+def is_index_folder(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an index's folder: a ``CURRENT`` pointer file beside ``versions/``
+    (the layout of :mod:`ragtools.indexes.versions`, for a whole index and for each shard)."""
+    return os.path.isfile(os.path.join(path, "CURRENT")) and os.path.isdir(
+        os.path.join(path, "versions")
+    )
+
+
 def _skip_reason(
     absolute: str,
     relative: str,
@@ -407,6 +423,8 @@ def _skip_reason(
         return "hidden directory" if is_dir else "hidden file"
     if is_dir and name == BYTECODE_CACHE:
         return "Python bytecode cache"
+    if is_dir and is_index_folder(absolute):
+        return INDEX_FOLDER
     if _excluded(exclude, relative, is_dir):
         return "excluded by pattern"
     by = _ignored_by(ignores, absolute, is_dir)

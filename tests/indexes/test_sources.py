@@ -98,3 +98,20 @@ def test_a_cloned_gitignore_of_backtracking_patterns_builds_quickly(tmp_path: Pa
     assert (str(clone.resolve() / "data"), f"ignored by {clone.resolve() / '.gitignore'}") in (
         index.skipped
     )
+
+
+def test_an_index_inside_its_own_sources_never_indexes_itself(tmp_path: Path) -> None:
+    """#38: ``rag build src --out src/idx`` then two updates went 10 -> 54 -> 207 chunks."""
+    from ragtools.parsers.selection import INDEX_FOLDER
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for n in range(3):
+        (src / f"f{n}.md").write_text(f"# Note {n}\n\nText of note {n}.\n")
+    index = Index.build([src], src / "idx", vector=False)
+    sources = sorted(c.source for c in index.chunks)
+    for _ in range(2):
+        Index.open(src / "idx").update()
+        reopened = Index.open(src / "idx")
+        assert sorted(c.source for c in reopened.chunks) == sources
+        assert (str(src / "idx"), INDEX_FOLDER) in reopened.skipped

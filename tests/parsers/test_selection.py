@@ -399,3 +399,17 @@ def test_names_that_are_not_utf8_are_matched(tmp_path: Path) -> None:
         "hidden file",
         f"ignored by {root / '.gitignore'}",
     ]
+
+
+def test_index_folders_are_never_sources(tmp_path: Path) -> None:
+    from ragtools.parsers.selection import INDEX_FOLDER
+
+    root = tmp_path / "src"
+    write(root, "a.md", "# A")
+    write(root, "idx/CURRENT", "v-000001")
+    write(root, "idx/versions/v-000001/chunks.jsonl", "{}")
+    write(root, "notes/CURRENT", "not an index: no versions/ beside it")
+    files, skipped = select_files(root)
+    assert names(files, root) == ["a.md", "notes/CURRENT"]
+    assert (str(root / "idx"), INDEX_FOLDER) in skipped
+    assert select_files(root / "idx") == ([], [(str(root / "idx"), INDEX_FOLDER)])
