@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.tokenize import Tokenizer
+from ragtools.parsers.errors import ConfigError
 
 __all__ = ["TITLE_BOOST", "IndexSettings", "keyword_text"]
 
@@ -90,6 +91,23 @@ class IndexSettings(BaseModel):
             msg = "an index needs at least one half: keyword or vector"
             raise ValueError(msg)
         return self
+
+    @classmethod
+    def checked(cls, values: Mapping[str, Any]) -> IndexSettings:
+        """``values`` validated, or a :class:`ConfigError` of one line per problem that names
+        the setting, what is wrong and the value given (``chunk_size: Input should be
+        greater than or equal to 1 (got 0)``), not pydantic's multi-line dump.
+        """
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'settings'}: {e['msg']}"
+                + (f" (got {e['input']!r})" if e["loc"] else "")
+                for e in exc.errors(include_url=False)
+            )
+            msg = f"invalid index settings: {problems}"
+            raise ConfigError(msg) from exc
 
     def new_bm25(self) -> BM25Index:
         """An empty BM25 index with these tokenizer and BM25 settings (defaults filled in)."""

@@ -410,11 +410,7 @@ def _empty(
 ) -> Index:
     """An ``Index`` with no version yet, for a writer's first commit."""
     base = settings.model_dump() if settings is not None else {}
-    try:
-        resolved = IndexSettings.model_validate({**base, **overrides})
-    except ValueError as exc:
-        msg = f"invalid index settings: {exc}"
-        raise ConfigError(msg) from exc
+    resolved = IndexSettings.checked({**base, **overrides})
     if resolved.vector and embedder is None:  # a model not on this machine fails before parsing
         SentenceTransformerEmbedder(resolved.model, precision=resolved.precision).resolve()
     return Index(Path(path), IndexState(resolved, []), embedder=embedder)

@@ -87,14 +87,10 @@ def open_or_build(
 ) -> Index:
     """Open ``index_dir`` if it indexes this corpus with these settings (and as many
     ``shards``; ``None``: one bundle), else (re)build it."""
-    try:
-        settings = IndexSettings.model_validate(
-            {"chunk_size": EVAL_CHUNK_SIZE, "chunk_overlap": 0, "vector": vector}
-            | {"model": model, "precision": precision}
-        )
-    except ValueError as exc:
-        msg = f"invalid index settings: {exc}"
-        raise ConfigError(msg) from exc
+    settings = IndexSettings.checked(
+        {"chunk_size": EVAL_CHUNK_SIZE, "chunk_overlap": 0, "vector": vector}
+        | {"model": model, "precision": precision}
+    )
     documents = corpus_documents(dataset)
     fingerprint = _fingerprint(documents, settings)
     if is_index_root(index_dir):

@@ -138,9 +138,13 @@ def test_scifact_documents_in_shards_equal_one_index(tmp_path: Path, scifact_dir
             assert hits_of(sharded, query, mode, None) == hits_of(single, query, mode, None)
 
 
-def test_no_shards_below_one(tmp_path: Path, corpus: Path) -> None:
-    with pytest.raises(ConfigError, match="shards"):
-        Index.build([corpus], tmp_path / "x", shards=0, vector=False)
+@pytest.mark.parametrize("shards", [0, 1025, 100_000])
+def test_shards_from_one_to_the_cap(tmp_path: Path, corpus: Path, shards: int) -> None:
+    with pytest.raises(
+        ConfigError, match=f"shards must be an integer from 1 to 1024, got {shards}"
+    ):
+        Index.build([corpus], tmp_path / "x", shards=shards, vector=False)
+    assert not (tmp_path / "x").exists()  # refused before anything was written
 
 
 def test_damaged_shard_or_top_manifest_is_named(tmp_path: Path, corpus: Path) -> None:

@@ -428,3 +428,13 @@ def test_when_every_file_fails_the_reasons_are_printed(tmp_path: Path) -> None:
         f"rag: error: {tmp_path / 'i'}: no text to index (all sources empty, unreadable or "
         "without text)",
     ]
+
+
+def test_bad_settings_are_one_line_naming_the_setting_and_value(tmp_path: Path) -> None:
+    """#38: ``--chunk-size 0`` printed pydantic's multi-line dump."""
+    (tmp_path / "a.md").write_text("hello world text")
+    proc = rag("build", str(tmp_path / "a.md"), "--out", str(tmp_path / "i"), "--chunk-size", "0",
+               "--no-vector", check=False)  # fmt: skip
+    assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "chunk_size: Input should be greater than or equal to 1 (got 0)" in proc.stderr
+    assert "pydantic" not in proc.stderr
