@@ -33,7 +33,7 @@ from pathlib import Path
 from ragtools.indexes._persist import sha256_file
 from ragtools.parsers import Document, FileError, Selection, load_files
 from ragtools.parsers.errors import ConfigError
-from ragtools.parsers.loading import Plan, plan_files
+from ragtools.parsers.loading import DEFAULT_MAX_BYTES, Plan, plan_files
 from ragtools.parsers.policy import select_documents
 from ragtools.parsers.selection import select_files, special_kind
 
@@ -112,13 +112,18 @@ def fingerprint(path: Path) -> dict[str, str | int]:
 
     A file that cannot be read (no permission, a FIFO or a device, gone) gets the reason
     instead of a digest and never raises: its parse fails as one entry of the failures, and
-    it is parsed again once its fingerprint changes.
+    it is parsed again once its fingerprint changes. A file over
+    :data:`~parsers.loading.DEFAULT_MAX_BYTES` is never read, so it is fingerprinted by its
+    size and modification time only: hashing a 40 GB sparse file on every build, to skip it
+    again, cost minutes.
     """
     try:
         info = path.stat()
         kind = special_kind(info.st_mode)
         if kind is not None:
             return {"size": 0, "unreadable": kind}
+        if info.st_size > DEFAULT_MAX_BYTES:
+            return {"size": info.st_size, "mtime_ns": info.st_mtime_ns}
         return {"size": info.st_size, "sha256": sha256_file(path)}
     except OSError as exc:
         return {"size": 0, "unreadable": exc.strerror or type(exc).__name__}

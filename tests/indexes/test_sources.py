@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers import Selection
@@ -115,3 +117,24 @@ def test_an_index_inside_its_own_sources_never_indexes_itself(tmp_path: Path) ->
         reopened = Index.open(src / "idx")
         assert sorted(c.source for c in reopened.chunks) == sources
         assert (str(src / "idx"), INDEX_FOLDER) in reopened.skipped
+
+
+def test_a_file_too_large_to_parse_is_fingerprinted_without_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#38: a 40 GB sparse file skipped as too large was SHA-256-hashed on every build."""
+    from ragtools.indexes import sources
+    from ragtools.parsers.loading import DEFAULT_MAX_BYTES
+
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as handle:
+        handle.truncate(DEFAULT_MAX_BYTES + 1)  # holes: no disk, and no read may happen
+    small = tmp_path / "small.txt"
+    small.write_text("bees")
+    hashed: list[Path] = []
+    real = sources.sha256_file
+    monkeypatch.setattr(sources, "sha256_file", lambda p: hashed.append(p) or real(p))
+    info = huge.stat()
+    assert sources.fingerprint(huge) == {"size": info.st_size, "mtime_ns": info.st_mtime_ns}
+    assert set(sources.fingerprint(small)) == {"size", "sha256"}
+    assert hashed == [small]
