@@ -26,7 +26,8 @@ back as results with ``isError`` and a message saying what to change; an unknown
 resource is a JSON-RPC error; no request stops the server. Streamable HTTP listens on
 loopback only (no authentication), with the SDK's DNS-rebinding protection. Over stdio,
 stdout carries only the protocol: indexes open with ``sys.stdout`` sent to stderr, and while
-serving the SDK points file descriptor 1 at stderr.
+serving the SDK points file descriptor 1 at stderr; every request line gets an answer, even
+one the SDK cannot read (:mod:`~retrieval.integrations._mcp_wire`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._hits import hidden_file_keys, without_keys
 from ragtools.retrieval.integrations._mcp_indexes import Served, open_all
+from ragtools.retrieval.integrations._mcp_wire import CheckedLines, Refusal
 
 if TYPE_CHECKING:
     from mcp import types as mt
@@ -370,11 +372,26 @@ def serve(
 
 
 def _run_stdio(server: Server[Any]) -> None:
+    import io
+
     import anyio
+    from mcp import types as mt
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 
     async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
+        # stdin through CheckedLines, so a line the SDK cannot read still gets an answer
+        stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        lines = CheckedLines(anyio.wrap_file(stdin))
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+
+            async def answer(refusal: Refusal) -> None:
+                request_id, code, message = refusal
+                error = mt.ErrorData(code=code, message=message)
+                reply = mt.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+                await write_stream.send(SessionMessage(reply))
+
+            lines.answer = answer
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)

@@ -489,3 +489,44 @@ def test_full_hybrid_index_with_the_default_model(docs: Path, tmp_path: Path) ->
     assert top["chunk"]["metadata"]["source"].endswith("bees.txt")
     assert {"bm25", "vector", "fused"} <= set(top["scores"])
     assert result.structured_content == {"hits": expected(out, query)[1]}
+
+
+def test_every_request_line_gets_an_answer_over_stdio(index_path: Path) -> None:
+    """#38: a query holding a lone surrogate (which a model can emit), or a list nested 200
+    deep, got no reply at all. Written as raw JSON-RPC lines: the SDK's own client cannot
+    even send a lone surrogate."""
+    deep: Any = "bees"
+    for _ in range(200):
+        deep = [deep]
+    envelope = {"jsonrpc": "2.0", "method": "tools/call"}
+    lines = [
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"}}}
+        ),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps(envelope | {"id": 2, "params": {"name": "docs", "arguments": {
+            "query": "waggle \ud800 dance"}}}),
+        json.dumps(envelope | {"id": 3, "params": {"name": "docs", "arguments": {
+            "query": deep}}}),
+        '{"jsonrpc": "2.0", "id": 4, "method": ' + "[" * 100_000,
+        "not json at all",
+        json.dumps(envelope | {"id": 5, "params": {"name": "docs", "arguments": {
+            "query": "waggle dance"}}}),
+    ]  # fmt: skip
+    proc = subprocess.run(
+        [str(RAG), "serve", str(index_path), "--name", "docs"],
+        input="\n".join(lines) + "\n",
+        capture_output=True, text=True, env=ENV, timeout=120, check=False,
+    )  # fmt: skip
+    replies = [json.loads(line) for line in proc.stdout.splitlines()]
+    by_id = {reply.get("id"): reply for reply in replies}
+    hits = by_id[2]["result"]["structuredContent"]["hits"]
+    assert not by_id[2]["result"]["isError"] and hits[0]["chunk"]["metadata"]["source"].endswith(
+        "bees.txt"
+    )
+    assert by_id[3]["error"]["code"] == -32602 and "32 levels" in by_id[3]["error"]["message"]
+    assert by_id[4]["error"]["code"] == -32602  # 100,000 deep: answered, id still found
+    assert by_id[None]["error"]["code"] == -32700  # not JSON: a parse error, id null
+    assert not by_id[5]["result"]["isError"]  # the server stayed up
