@@ -41,7 +41,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
 
@@ -67,6 +67,7 @@ from ragtools.retrieval.tools.runnable import RunnableMethods
 from ragtools.retrieval.tools.schema import (
     create_schema_from_function,
     injected_fields,
+    injected_parameters,
     subset_model,
 )
 
@@ -107,6 +108,10 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             ``handle_tool_error`` decides). ``None``: no limit. A sync tool keeps running in
             its worker thread after the timeout (Python cannot stop a thread), its result
             discarded.
+        strict: reject argument keys the schema does not know (a validation error, so
+            ``handle_validation_error`` decides) and export the schema with
+            ``additionalProperties: false``, as OpenAI's ``strict`` function calling
+            expects. Default False: unknown keys are dropped, as LangChain drops them.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -121,6 +126,7 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     extras: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     timeout: float | None = None
+    strict: bool = False
 
     _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
 
@@ -200,16 +206,42 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         return schema
 
     def tool_call_json_schema(self) -> dict[str, Any]:
-        """``tool_call_schema`` as a JSON-schema dict (a fresh copy)."""
+        """``tool_call_schema`` as a JSON-schema dict (a fresh copy); closed with
+        ``additionalProperties: false`` for a ``strict`` tool."""
         schema = self.tool_call_schema
         if isinstance(schema, dict):
-            return copy.deepcopy(schema)
-        return schema.model_json_schema()
+            exported = copy.deepcopy(schema)
+        else:
+            exported = schema.model_json_schema()
+        if self.strict and exported.get("additionalProperties") is not True:
+            exported["additionalProperties"] = False
+        return exported
+
+    def get_input_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
+        """The full argument schema (injected arguments included) as JSON schema, as
+        LangChain's ``Runnable.get_input_jsonschema``; ``config`` is accepted and unused."""
+        if isinstance(self.args_schema, dict):
+            return copy.deepcopy(self.args_schema)
+        return self._model_schema().model_json_schema()
 
     @property
     def args(self) -> dict[str, Any]:
         """The model-facing argument properties (JSON schema ``properties``)."""
         return dict(self.tool_call_json_schema().get("properties", {}))
+
+    @property
+    def _injected_args_keys(self) -> frozenset[str]:
+        """Names of every injected argument (listed in the schema or only in the run
+        target's signature); LangChain's name, read by LangGraph and LangChain's tests."""
+        if isinstance(self.args_schema, dict):
+            return frozenset(self._unlisted_injected(self.args_schema))
+        schema = self._model_schema()
+        return frozenset({**injected_fields(schema), **self._unlisted_injected(schema)})
+
+    def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
+        """LangChain's ``Runnable.get_name``: the tool name (or ``name``), plus ``suffix``."""
+        base = name or self.name
+        return f"{base}{suffix}" if suffix else base
 
     @property
     def is_single_input(self) -> bool:
@@ -249,6 +281,81 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     ) -> Any:
         """Async :meth:`invoke`; a sync-only tool runs in a worker thread."""
         return self._deliver(await self.aexecute(input, config, **kwargs))
+
+    def run(
+        self,
+        tool_input: str | dict[str, Any],
+        verbose: bool | None = None,
+        start_color: str | None = "green",
+        color: str | None = "green",
+        callbacks: Any = None,
+        *,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        run_id: Any = None,
+        config: RunConfig | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """LangChain's ``run``: :meth:`invoke` with LangChain's arguments.
+
+        ``tool_call_id`` makes the answer a :class:`ToolMessage`; ``callbacks``, ``tags``,
+        ``metadata`` and ``run_name`` go into the config the tool function may declare;
+        ``verbose``/colours/``run_id`` are LangChain's console and tracing settings and are
+        accepted and ignored (ragtools logs instead).
+        """
+        return self.invoke(
+            self._run_input(tool_input, tool_call_id),
+            self._run_config(config, callbacks, tags, metadata, run_name),
+            **kwargs,
+        )
+
+    async def arun(
+        self,
+        tool_input: str | dict[str, Any],
+        verbose: bool | None = None,
+        start_color: str | None = "green",
+        color: str | None = "green",
+        callbacks: Any = None,
+        *,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        run_id: Any = None,
+        config: RunConfig | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async :meth:`run`."""
+        return await self.ainvoke(
+            self._run_input(tool_input, tool_call_id),
+            self._run_config(config, callbacks, tags, metadata, run_name),
+            **kwargs,
+        )
+
+    def _run_input(self, tool_input: str | dict[str, Any], call_id: str | None) -> ToolInput:
+        if call_id is None:
+            return tool_input
+        args = tool_input if isinstance(tool_input, dict) else self._string_args(tool_input)
+        return ToolCall(name=self.name, args=args, id=call_id, type="tool_call")
+
+    def _string_args(self, text: str) -> dict[str, Any]:
+        names = [key for key in self.args if key != "kwargs"]
+        return {names[0]: text} if len(names) == 1 else {"tool_input": text}
+
+    @staticmethod
+    def _run_config(
+        config: RunConfig | None,
+        callbacks: Any,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        run_name: str | None,
+    ) -> RunConfig:
+        merged: dict[str, Any] = dict(config or {})
+        extra = {"callbacks": callbacks, "tags": tags, "metadata": metadata, "run_name": run_name}
+        merged.update({key: value for key, value in extra.items() if value is not None})
+        return cast("RunConfig", merged)
 
     def execute(
         self,
@@ -331,8 +438,10 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         return await in_thread(self._run, **kwargs)
 
     def _config_parameter(self, *, for_async: bool) -> str | None:
-        """Name of the run target's ``RunConfig`` parameter, if it declares one."""
-        target = self._arun if for_async else self._run
+        """Name of the run target's ``RunConfig`` parameter, if it declares one (``_run``'s
+        when ``_arun`` is the default, which runs ``_run`` in a thread, as in LangChain)."""
+        overridden = type(self)._arun is not BaseTool._arun
+        target = self._arun if for_async and overridden else self._run
         return config_parameter(target)
 
     # --- internals -----------------------------------------------------------------------
@@ -342,7 +451,36 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     ) -> dict[str, Any]:
         """Validate the input and return the keyword arguments of ``_run`` (a hook)."""
         schema = self.args_schema if isinstance(self.args_schema, dict) else self._model_schema()
-        return parse_arguments(self.name, schema, tool_input, call_id, injected)
+        return parse_arguments(
+            self.name,
+            schema,
+            tool_input,
+            call_id,
+            injected,
+            strict=self.strict,
+            unlisted=self._unlisted_injected(schema),
+        )
+
+    def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
+        """The functions whose parameters the validated arguments fill."""
+        return (self._run,)
+
+    def _unlisted_injected(self, schema: ArgsSchema) -> dict[str, bool]:
+        """Injected parameters of the run targets that ``schema`` does not list (a custom
+        ``args_schema`` need not name them; LangChain still passes them through)."""
+        if self.args_schema is None:
+            return {}
+        listed = set(schema.get("properties", {})) if isinstance(schema, dict) else set()
+        if not isinstance(schema, dict):
+            listed = set(schema.model_fields)
+        key = ("unlisted", id(schema))
+        if key not in self._memo:
+            found: dict[str, bool] = {}
+            for target in self._run_targets():
+                found.update(injected_parameters(target))
+            self._memo[key] = {k: v for k, v in found.items() if k not in listed}
+        unlisted: dict[str, bool] = self._memo[key]
+        return unlisted
 
     def _with_config(
         self, arguments: dict[str, Any], config: RunConfig, *, for_async: bool
@@ -409,3 +547,6 @@ class FunctionBackedTool(BaseTool):
         if self.func is None and self.coroutine is None:
             msg = f"tool {self.name!r}: give func and/or coroutine"
             raise ConfigError(msg)
+
+    def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
+        return (self.func, self.coroutine)

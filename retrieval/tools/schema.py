@@ -12,8 +12,10 @@ What becomes a field, and what does not:
   ``filter_args`` argument replaces this pair), and any parameter annotated ``RunConfig`` /
   ``RunnableConfig`` are skipped;
 * ``*args`` is skipped (it cannot be passed by name); ``**kwargs`` makes the model accept and
-  pass on extra keys (``extra="allow"``), otherwise unknown keys are rejected
-  (``extra="forbid"``) so a model's typo is reported instead of silently ignored;
+  pass on extra keys (``extra="allow"``), otherwise unknown keys are dropped
+  (``extra="ignore"``), as LangChain's inferred schemas drop them: models send stray keys,
+  and a tool should not fail on them. A tool's ``strict`` option rejects them instead
+  (:mod:`retrieval.tools.arguments`);
 * injected arguments (``Annotated[T, InjectedToolArg]``) are kept unless
   ``include_injected=False``: the full schema validates them, ``tool_call_schema`` hides them.
 
@@ -58,6 +60,7 @@ __all__ = [
     "FILTERED_ARGS",
     "create_schema_from_function",
     "injected_fields",
+    "injected_parameters",
     "model_facing_parameters",
     "subset_model",
 ]
@@ -145,7 +148,7 @@ def create_schema_from_function(
         text = arg_docs.get(name) or next((m for m in metadata if isinstance(m, str)), None)
         fields[name] = (annotation, _field_info(signature.parameters[name].default, text))
 
-    config = ConfigDict(extra="allow" if var_keyword else "forbid", arbitrary_types_allowed=True)
+    config = ConfigDict(extra="allow" if var_keyword else "ignore", arbitrary_types_allowed=True)
     model: type[BaseModel] = create_model(  # type: ignore[call-overload]
         model_name, __config__=config, __doc__=description, **fields
     )
@@ -158,6 +161,26 @@ def injected_fields(model: type[BaseModel]) -> dict[str, bool]:
     for name, field in model.model_fields.items():
         if is_injected_metadata(field.metadata):
             found[name] = is_injected_metadata(field.metadata, InjectedToolCallId)
+    return found
+
+
+def injected_parameters(func: Callable[..., Any] | None) -> dict[str, bool]:
+    """``func``'s injected parameters, each mapped to "is it the ToolCall id".
+
+    Used for the injected parameters a custom ``args_schema`` does not list: LangChain still
+    passes them to the function, so the tool must know them from the signature.
+    """
+    if func is None:
+        return {}
+    try:
+        hints = _type_hints(func)
+    except ConfigError:
+        return {}
+    found: dict[str, bool] = {}
+    for name, annotation in hints.items():
+        metadata = _annotated_metadata(annotation)
+        if name != "return" and is_injected_metadata(metadata):
+            found[name] = is_injected_metadata(metadata, InjectedToolCallId)
     return found
 
 
@@ -279,8 +302,8 @@ def _parse_docstring(
             raise ConfigError(msg) from exc
         logger.debug("docstring of %s not parsed (%s); using it whole", name, exc)
         return doc, {}
-    description = "\n\n".join(
-        part for part in (parsed.short_description, parsed.long_description) if part
+    description = " ".join(  # LangChain joins the summary paragraphs with a space
+        part.strip() for part in (parsed.short_description, parsed.long_description) if part
     )
     arg_docs = {
         p.arg_name: " ".join((p.description or "").split())

@@ -165,6 +165,8 @@ def _description(
         return description
     if isinstance(source, functools.partial):
         source = source.func
+    if inspect.isclass(source):  # its own docstring only, never pydantic's inherited one
+        return inspect.cleandoc(source.__dict__.get("__doc__") or "")
     if parse_docstring and isinstance(args_schema, type) and args_schema.__doc__:
         return args_schema.__doc__.strip()
     doc = inspect.getdoc(source)
