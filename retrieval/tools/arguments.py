@@ -113,7 +113,7 @@ def parse_arguments(
     )
     for name, is_call_id in hidden.items():
         if is_call_id:
-            data[name] = _require_call_id(tool, name, call_id)
+            data[name] = _call_id_value(tool, name, call_id, data)
         elif name in injected:
             data[name] = injected[name]
     if strict and schema.model_config.get("extra") != "allow":
@@ -135,7 +135,7 @@ def _unlisted_values(
     args = tool_input if isinstance(tool_input, dict) else {}
     for name, is_call_id in unlisted.items():
         if is_call_id:
-            values[name] = _require_call_id(tool, name, call_id)
+            values[name] = _call_id_value(tool, name, call_id, args)
         elif name in injected:
             values[name] = injected[name]
         elif name in args:
@@ -202,12 +202,21 @@ def _string_to_dict(
     return {visible[0]: text}
 
 
+def _call_id_value(tool: str, field_name: str, call_id: str | None, args: Mapping[str, Any]) -> Any:
+    """The ToolCall's id; without a ToolCall, an id the input dict gives (as LangChain
+    accepts ``invoke({"x": 1, "tool_call_id": "c1"})``); otherwise a ``ConfigError``."""
+    if call_id is None and field_name in args:
+        return args[field_name]
+    return _require_call_id(tool, field_name, call_id)
+
+
 def _require_call_id(tool: str, field_name: str, call_id: str | None) -> str:
     if not call_id:
         msg = (
-            f"tool {tool!r} has an InjectedToolCallId argument {field_name!r}, so it must be "
-            "invoked with a full ToolCall {'name': ..., 'args': {...}, 'id': '...', "
-            "'type': 'tool_call'} carrying an id"
+            "When tool includes an InjectedToolCallId argument, tool must always be invoked "
+            f"with a full model ToolCall: tool {tool!r} has the InjectedToolCallId argument "
+            f"{field_name!r}; pass {{'name': ..., 'args': {{...}}, 'id': '...', "
+            "'type': 'tool_call'}} carrying an id"
         )
         raise ConfigError(msg)
     return call_id

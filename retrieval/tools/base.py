@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Annotated, Any, Literal, TypeAlias, cast
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
+from pydantic import BaseModel, ConfigDict, PlainSerializer, PrivateAttr, SkipValidation
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
 from ragtools.retrieval.tools.arguments import (
@@ -88,6 +88,23 @@ ResponseFormat: TypeAlias = Literal["content", "content_and_artifact"]
 _VALIDATION_MESSAGE = "Tool input validation error"
 
 
+def _schema_for_json(schema: Any) -> Any:
+    """``args_schema`` in a JSON dump: its JSON schema (a dict as is, a v1 model's
+    ``schema()``), or its repr when it has no JSON-schema form, as LangChain dumps it."""
+    if isinstance(schema, dict):
+        return schema
+    try:
+        return schema.schema() if is_v1_model(schema) else schema.model_json_schema()
+    except Exception:  # unresolved forward refs, arbitrary types: no JSON schema to give
+        return repr(schema)
+
+
+# JSON dumps (model_dump(mode="json")) must not fail on the class and callable fields; as
+# annotations, so a subclass can still declare its own @field_serializer for them.
+_JsonSchemaField = PlainSerializer(_schema_for_json, when_used="json-unless-none")
+_JsonCallable = PlainSerializer(repr, when_used="json-unless-none")
+
+
 class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     """A named, described, schema-checked callable for agents.
 
@@ -118,7 +135,7 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
 
     name: str
     description: str = ""
-    args_schema: Annotated[ArgsSchema | None, SkipValidation()] = None
+    args_schema: Annotated[ArgsSchema | None, SkipValidation(), _JsonSchemaField] = None
     return_direct: bool = False
     handle_tool_error: Annotated[ErrorHandler, SkipValidation()] = False
     handle_validation_error: Annotated[ErrorHandler, SkipValidation()] = False
@@ -138,8 +155,6 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
                 class nor a dict, an error handler of the wrong kind (raised directly, not
                 wrapped in a pydantic ``ValidationError``).
         """
-        if is_v1_model(data.get("args_schema")):  # carried as an equivalent v2 model
-            data = {**data, "args_schema": from_v1_model(data["args_schema"])}
         super().__init__(**data)
         self._check_settings()
 
@@ -149,8 +164,10 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             msg = "tool name is empty; give every tool a short unique name"
             raise ConfigError(msg)
         schema = self.args_schema
-        valid = isinstance(schema, dict) or (
-            isinstance(schema, type) and issubclass(schema, BaseModel)
+        valid = (
+            isinstance(schema, dict)
+            or is_v1_model(schema)
+            or (isinstance(schema, type) and issubclass(schema, BaseModel))
         )
         if schema is not None and not valid:
             msg = (
@@ -170,6 +187,12 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         """The full argument model (injected fields included); ``None`` for a dict schema."""
         if isinstance(self.args_schema, dict):
             return None
+        if is_v1_model(self.args_schema):  # validated through an equivalent v2 model
+            key: Any = ("v1", self.args_schema)
+            if key not in self._memo:
+                self._memo[key] = from_v1_model(self.args_schema)
+            converted: type[BaseModel] = self._memo[key]
+            return converted
         if self.args_schema is not None:
             return self.args_schema
         key = ("inferred", type(self))
@@ -538,8 +561,8 @@ class FunctionBackedTool(BaseTool):
     """A tool that runs a sync ``func`` and/or an async ``coroutine`` (:class:`Tool`,
     :class:`StructuredTool`): either may be missing, the other is used."""
 
-    func: Callable[..., Any] | None = None
-    coroutine: Callable[..., Awaitable[Any]] | None = None
+    func: Annotated[Callable[..., Any] | None, _JsonCallable] = None
+    coroutine: Annotated[Callable[..., Awaitable[Any]] | None, _JsonCallable] = None
 
     def _check_settings(self) -> None:
         """Require at least one of ``func`` and ``coroutine``."""

@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field, RootModel, create_model
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.base import BaseTool
 from ragtools.retrieval.tools.injected import RunConfig
+from ragtools.retrieval.tools.pydantic_v1 import is_v1_model
 from ragtools.retrieval.tools.simple import Tool
 from ragtools.retrieval.tools.structured import StructuredTool
 
@@ -161,6 +162,8 @@ def _object_schema(
     runnable: Any, name: str, input_schema: dict[str, Any], arg_types: dict[str, type] | None
 ) -> type[BaseModel]:
     model = getattr(runnable, "input_schema", None)
+    if arg_types is None and is_v1_model(model):  # kept as the tool's args_schema
+        return typing.cast("type[BaseModel]", model)
     if (
         arg_types is None
         and isinstance(model, type)

@@ -206,7 +206,8 @@ def _build(name: str, obj: Any, options: _Options) -> BaseTool:
     description = options.description or inspect.getdoc(obj)
     if not description:
         msg = (
-            f"tool {name!r}: infer_schema=False needs a docstring or description= (the model "
+            "Function must have either a docstring or description when infer_schema is False: "
+            f"tool {name!r} needs a docstring or description= (the model "
             "reads it to know what the single input is)"
         )
         raise ConfigError(msg)

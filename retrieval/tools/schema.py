@@ -53,6 +53,7 @@ from ragtools.retrieval.tools.injected import (
     InjectedToolCallId,
     is_config_annotation,
     is_injected_metadata,
+    with_direct_marker,
 )
 from ragtools.retrieval.tools.pydantic_v1 import check_not_mixed, is_v1_model, v1_annotation
 
@@ -139,7 +140,7 @@ def create_schema_from_function(
     check_not_mixed(f"function {getattr(func, '__name__', func)!r}", list(hints.values()))
     fields: dict[str, Any] = {}
     for name in model_args:
-        annotation = hints.get(name, Any)
+        annotation = with_direct_marker(hints.get(name, Any))
         if is_v1_model(annotation):  # validated by the v1 model itself
             annotation = v1_annotation(annotation)
         metadata = _annotated_metadata(annotation)
@@ -176,10 +177,14 @@ def injected_parameters(func: Callable[..., Any] | None) -> dict[str, bool]:
         hints = _type_hints(func)
     except ConfigError:
         return {}
+    try:  # a partial's bound arguments are not in its signature, and are not injected
+        bound = set(hints) - set(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        bound = set()
     found: dict[str, bool] = {}
     for name, annotation in hints.items():
-        metadata = _annotated_metadata(annotation)
-        if name != "return" and is_injected_metadata(metadata):
+        metadata = _annotated_metadata(with_direct_marker(annotation))
+        if name != "return" and name not in bound and is_injected_metadata(metadata):
             found[name] = is_injected_metadata(metadata, InjectedToolCallId)
     return found
 
@@ -223,7 +228,7 @@ def model_facing_parameters(func: Callable[..., Any]) -> list[inspect.Parameter]
             continue
         annotation = param.annotation
         if is_config_annotation(annotation) or is_injected_metadata(
-            _annotated_metadata(annotation)
+            _annotated_metadata(with_direct_marker(annotation))
         ):
             continue
         if typing.get_origin(annotation) is typing.Annotated:
@@ -313,8 +318,9 @@ def _parse_docstring(
     unknown = [arg for arg in arg_docs if arg not in signature_args]
     if unknown and strict:
         msg = (
-            f"docstring of {name!r} documents {unknown}, which are not in its signature "
-            f"{signature_args}; fix the names or set error_on_invalid_docstring=False"
+            f"Arg {unknown[0]} in docstring not found in function signature: the docstring of "
+            f"{name!r} documents {unknown}, which are not in its signature {signature_args}; "
+            "fix the names or set error_on_invalid_docstring=False"
         )
         raise ConfigError(msg)
     return description, {k: v for k, v in arg_docs.items() if k not in unknown and v}
@@ -327,14 +333,16 @@ def _check_docstring(name: str, doc: str, model_args: list[str]) -> None:
     if header is None:
         if model_args:
             msg = (
-                f"docstring of {name!r} has no 'Args:' section documenting {model_args}; add "
+                f"Found invalid Google-Style docstring: {name!r} has no 'Args:' section "
+                f"documenting {model_args}; add "
                 "one (Google style) or set error_on_invalid_docstring=False"
             )
             raise ConfigError(msg)
         return
     if header == 0 or lines[header - 1].strip():
         msg = (
-            f"docstring of {name!r}: 'Args:' must follow a one-line summary and a blank line "
+            f"Found invalid Google-Style docstring: in {name!r}, 'Args:' must follow a one-line "
+            "summary and a blank line "
             "(Google style); add the summary or the blank line, or set "
             "error_on_invalid_docstring=False"
         )

@@ -108,7 +108,8 @@ class StructuredTool(FunctionBackedTool):
         text = _description(source, description, args_schema, parse_docstring=parse_docstring)
         if text is None:
             msg = (
-                f"tool {tool_name!r}: the function has no docstring; pass description= (the "
+                f"Function must have a docstring if description not provided: tool {tool_name!r}; "
+                "pass description= (the "
                 "model reads it to decide when to call the tool)"
             )
             raise ConfigError(msg)

@@ -109,7 +109,9 @@ def test_tool_call_id_injected_from_tool_call() -> None:
 
 
 def test_tool_call_id_without_a_tool_call_is_a_clear_error() -> None:
-    with pytest.raises(ConfigError, match=r"InjectedToolCallId argument 'tool_call_id'.*ToolCall"):
+    with pytest.raises(
+        ConfigError, match=r"full model ToolCall.*InjectedToolCallId argument 'tool_call_id'"
+    ):
         create_report.invoke({"topic": "AI"})
     with pytest.raises(ConfigError, match="argument 'call'"):
         echo_id.invoke("topic")

@@ -13,11 +13,14 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from pydantic.v1 import BaseModel as BaseModelV1
 
 lc_tools = pytest.importorskip("langchain_core.tools")
 lc_fc = pytest.importorskip("langchain_core.utils.function_calling")
+from langchain_core.documents import Document  # noqa: E402
 from langchain_core.messages import ToolMessage as LCToolMessage  # noqa: E402
-from langchain_core.runnables import RunnableConfig, RunnableLambda  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda  # noqa: E402
 
 from ragtools.retrieval import tools as rt  # noqa: E402
 from ragtools.retrieval.tools import ToolsNode  # noqa: E402
@@ -303,3 +306,81 @@ def test_run_arun_and_input_jsonschema(impl: Any) -> None:
         "a": {"title": "A", "type": "integer"},
         "b": {"default": 1, "title": "B", "type": "integer"},
     }
+
+
+class PointV1(BaseModelV1):
+    x: int
+    tag: str = "none"
+
+
+@both
+def test_pydantic_v1_args_schema_is_kept(impl: Any) -> None:
+    class Pointer(impl.BaseTool):  # type: ignore[misc,name-defined]
+        name: str = "pointer"
+        description: str = "Point."
+        args_schema: type[BaseModelV1] = PointV1
+
+        def _run(self, x: int, tag: str = "none") -> str:
+            return f"{x}:{tag}"
+
+    made = Pointer()
+    assert made.args_schema is PointV1
+    assert made.invoke({"x": "2"}) == "2:none"
+    assert made.get_input_jsonschema()["properties"]["x"] == {"title": "X", "type": "integer"}
+
+
+@both
+def test_convert_runnable_to_tool_over_a_v1_input_schema(impl: Any) -> None:
+    class Echo(Runnable[Any, Any]):
+        def get_input_schema(self, config: RunnableConfig | None = None) -> Any:
+            return PointV1
+
+        def invoke(self, value: Any, config: RunnableConfig | None = None, **_: Any) -> Any:
+            return value
+
+    converted = impl.convert_runnable_to_tool(Echo())
+    assert set(converted.args) == {"x", "tag"}
+
+
+class _Docs(BaseRetriever):
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return [
+            Document(page_content=f"about {query}", metadata={"source": "a.md", "score": 0.5}),
+            Document(page_content="second", id="d2", metadata={"handle": object()}),
+        ]
+
+
+def test_create_retriever_tool_takes_a_langchain_retriever() -> None:
+    from langchain_core.tools import create_retriever_tool as lc_create
+
+    ours = rt.create_retriever_tool(_Docs(), "search", "Search.", document_prompt="{page_content}")
+    theirs = lc_create(_Docs(), "search", "Search.")
+    assert ours.invoke({"query": "cats"}) == theirs.invoke({"query": "cats"})
+    assert asyncio.run(ours.ainvoke({"query": "dogs"})) == "about dogs\n\nsecond"
+    hits = ours.invoke(_call({"query": "cats"}, "search")).artifact
+    assert [(h.chunk.text, h.rank, h.score, h.chunk.metadata) for h in hits] == [
+        ("about cats", 1, 0.5, {"source": "a.md"}),
+        ("second", 2, 0.0, {}),  # a value with no JSON form is left out of the chunk
+    ]
+    assert hits[1].chunk.id == "d2"
+    cited = rt.create_retriever_tool(_Docs(), "search", "Search.").invoke({"query": "cats"})
+    assert cited.startswith("[1] a.md (chunk ")
+
+
+def test_langgraph_tool_runtime_is_a_directly_injected_argument() -> None:
+    prebuilt = pytest.importorskip("langgraph.prebuilt")
+    runtime_type = prebuilt.ToolRuntime
+
+    def make(impl: Any) -> Any:
+        def count(query: str, runtime: Any) -> str:
+            """Count."""
+            return f"{query}:{type(runtime).__name__}"
+
+        return impl.tool(_typed(count, runtime=runtime_type))
+
+    for impl in (LANGCHAIN, RAGTOOLS):
+        made = make(impl)
+        assert set(made.args) == {"query"}  # hidden from the model, as an injected argument
+        assert made._injected_args_keys == frozenset({"runtime"})
+        with pytest.raises(ValidationError, match="ToolRuntime"):  # validated, not forged
+            made.invoke({"query": "q", "runtime": object()})
