@@ -21,8 +21,15 @@ Errors: a :class:`~retrieval.tools.exceptions.ToolException` (any ``ToolInputErr
 through ``handle_tool_error`` and an argument validation error through
 ``handle_validation_error``: ``False`` raises, ``True`` uses the error text (a generic message
 for validation), a string replaces it, a callable maps the exception to content; the status is
-then ``"error"``. Other exceptions are bugs and propagate, and so does a misuse such as a
-missing injected argument (``ConfigError``), which the model could not fix anyway.
+then ``"error"``. A missing injected argument is a missing field of the validation error,
+so ``handle_validation_error`` decides, as in LangChain. Other exceptions are bugs and
+propagate, and so does a misuse such as a ToolCall without an id for an
+``InjectedToolCallId`` tool (``ConfigError``), which the model could not fix anyway.
+
+Where LangChain's behaviour is the default and ours is an option: ``strict=True`` rejects
+argument keys the schema does not know and exports OpenAI's strict form (LangChain drops such
+keys). ``run``/``arun`` take LangChain's arguments; ``get_input_jsonschema`` is the full
+schema's JSON schema.
 
 Keyword arguments of ``invoke`` supply injected arguments (see
 :mod:`retrieval.tools.injected`); ``config`` is a :class:`RunConfig` handed to a tool
@@ -289,10 +296,11 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
 
         Raises:
             ToolException: the tool failed and ``handle_tool_error`` is False.
-            pydantic.ValidationError: invalid arguments and ``handle_validation_error`` is
-                False (``jsonschema.ValidationError`` for a dict schema).
-            ConfigError: misuse: missing injected argument, ToolCall id missing for an
-                ``InjectedToolCallId`` tool, a content-and-artifact tool not returning a pair.
+            pydantic.ValidationError: invalid arguments (a missing injected one included, an
+                unknown key with ``strict``) and ``handle_validation_error`` is False
+                (``jsonschema.ValidationError`` for a dict schema).
+            ConfigError: misuse: ToolCall id missing for an ``InjectedToolCallId`` tool, a
+                content-and-artifact tool not returning a pair.
         """
         return self._deliver(self.execute(input, config, **kwargs))
 

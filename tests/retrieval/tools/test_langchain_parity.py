@@ -26,24 +26,21 @@ from ragtools.retrieval import tools as rt  # noqa: E402
 from ragtools.retrieval.tools import ToolsNode  # noqa: E402
 from ragtools.retrieval.tools.render import convert_to_openai_function  # noqa: E402
 
+_SHARED = (
+    "tool",
+    "Tool",
+    "BaseTool",
+    "StructuredTool",
+    "InjectedToolArg",
+    "InjectedToolCallId",
+    "convert_runnable_to_tool",
+)
 LANGCHAIN = SimpleNamespace(
-    tool=lc_tools.tool,
-    Tool=lc_tools.Tool,
-    BaseTool=lc_tools.BaseTool,
-    StructuredTool=lc_tools.StructuredTool,
-    InjectedToolArg=lc_tools.InjectedToolArg,
-    InjectedToolCallId=lc_tools.InjectedToolCallId,
-    convert_runnable_to_tool=lc_tools.convert_runnable_to_tool,
+    **{name: getattr(lc_tools, name) for name in _SHARED},
     convert_to_openai_tool=lc_fc.convert_to_openai_tool,
 )
 RAGTOOLS = SimpleNamespace(
-    tool=rt.tool,
-    Tool=rt.Tool,
-    BaseTool=rt.BaseTool,
-    StructuredTool=rt.StructuredTool,
-    InjectedToolArg=rt.InjectedToolArg,
-    InjectedToolCallId=rt.InjectedToolCallId,
-    convert_runnable_to_tool=rt.convert_runnable_to_tool,
+    **{name: getattr(rt, name) for name in _SHARED},
     convert_to_openai_tool=rt.convert_to_openai_tool,
 )
 both = pytest.mark.parametrize("impl", [LANGCHAIN, RAGTOOLS], ids=["langchain", "ragtools"])

@@ -1,8 +1,8 @@
 """langchain-core's own tool tests, run against ragtools (issue #34, item 1).
 
 The pinned langchain-core source distribution is fetched from the package registry with
-``pip download`` (never copied into this repository) and cached under ``.venv/`` (or the
-directory named by ``RAGTOOLS_LC_SDIST_DIR``). Its ``tests/unit_tests/test_tools.py`` and
+``pip download`` (never copied into this repository) and cached under ``.venv/`` (see
+:func:`_cache_dir`). Its ``tests/unit_tests/test_tools.py`` and
 ``tests/unit_tests/utils/test_function_calling.py`` (with the two small helper modules they
 import) are extracted to a scratch directory, their ``langchain_core.tools`` /
 ``langchain_core.tools.base`` / ``langchain_core.utils.function_calling`` imports are
@@ -25,6 +25,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,6 @@ pytest.importorskip("langchain_core")
 
 VERSION = "1.8.3"
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[3]
 _FILES = (
     "tests/__init__.py",
     "tests/unit_tests/__init__.py",
@@ -59,10 +59,20 @@ Verdicts = dict[str, tuple[str, str]]
 
 
 def _cache_dir() -> Path:
+    """``RAGTOOLS_LC_SDIST_DIR``, else ``langchain-suite/`` inside the running virtualenv
+    (``.venv/`` here), else the temporary directory when the environment is read-only."""
     override = os.environ.get("RAGTOOLS_LC_SDIST_DIR")
-    base = Path(override) if override else REPO / ".venv" / "langchain-suite"
-    base.mkdir(parents=True, exist_ok=True)
-    return base
+    for base in ([Path(override)] if override else []) + [
+        Path(sys.prefix) / "langchain-suite",
+        Path(tempfile.gettempdir()) / "ragtools-langchain-suite",
+    ]:
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(base, os.W_OK):
+            return base
+    pytest.skip("no writable directory to cache the langchain-core sdist in")
 
 
 def _sdist() -> Path:
