@@ -21,8 +21,15 @@ Errors: a :class:`~retrieval.tools.exceptions.ToolException` (any ``ToolInputErr
 through ``handle_tool_error`` and an argument validation error through
 ``handle_validation_error``: ``False`` raises, ``True`` uses the error text (a generic message
 for validation), a string replaces it, a callable maps the exception to content; the status is
-then ``"error"``. Other exceptions are bugs and propagate, and so does a misuse such as a
-missing injected argument (``ConfigError``), which the model could not fix anyway.
+then ``"error"``. A missing injected argument is a missing field of the validation error,
+so ``handle_validation_error`` decides, as in LangChain. Other exceptions are bugs and
+propagate, and so does a misuse such as a ToolCall without an id for an
+``InjectedToolCallId`` tool (``ConfigError``), which the model could not fix anyway.
+
+Where LangChain's behaviour is the default and ours is an option: ``strict=True`` rejects
+argument keys the schema does not know and exports OpenAI's strict form (LangChain drops such
+keys). ``run``/``arun`` take LangChain's arguments; ``get_input_jsonschema`` is the full
+schema's JSON schema.
 
 Keyword arguments of ``invoke`` supply injected arguments (see
 :mod:`retrieval.tools.injected`); ``config`` is a :class:`RunConfig` handed to a tool
@@ -41,9 +48,9 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, SkipValidation
+from pydantic import BaseModel, ConfigDict, PlainSerializer, PrivateAttr, SkipValidation
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
 from ragtools.retrieval.tools.arguments import (
@@ -67,6 +74,7 @@ from ragtools.retrieval.tools.runnable import RunnableMethods
 from ragtools.retrieval.tools.schema import (
     create_schema_from_function,
     injected_fields,
+    injected_parameters,
     subset_model,
 )
 
@@ -86,6 +94,23 @@ ToolInput: TypeAlias = str | dict[str, Any] | ToolCall
 ResponseFormat: TypeAlias = Literal["content", "content_and_artifact"]
 _VALIDATION_MESSAGE = "Tool input validation error"
 _T = TypeVar("_T")
+
+
+def _schema_for_json(schema: Any) -> Any:
+    """``args_schema`` in a JSON dump: its JSON schema (a dict as is, a v1 model's
+    ``schema()``), or its repr when it has no JSON-schema form, as LangChain dumps it."""
+    if isinstance(schema, dict):
+        return schema
+    try:
+        return schema.schema() if is_v1_model(schema) else schema.model_json_schema()
+    except Exception:  # unresolved forward refs, arbitrary types: no JSON schema to give
+        return repr(schema)
+
+
+# JSON dumps (model_dump(mode="json")) must not fail on the class and callable fields; as
+# annotations, so a subclass can still declare its own @field_serializer for them.
+_JsonSchemaField = PlainSerializer(_schema_for_json, when_used="json-unless-none")
+_JsonCallable = PlainSerializer(repr, when_used="json-unless-none")
 
 
 class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
@@ -108,13 +133,17 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             ``handle_tool_error`` decides). ``None``: no limit. A sync tool keeps running in
             its worker thread after the timeout (Python cannot stop a thread), its result
             discarded.
+        strict: reject argument keys the schema does not know (a validation error, so
+            ``handle_validation_error`` decides) and export the schema with
+            ``additionalProperties: false``, as OpenAI's ``strict`` function calling
+            expects. Default False: unknown keys are dropped, as LangChain drops them.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     name: str
     description: str = ""
-    args_schema: Annotated[ArgsSchema | None, SkipValidation()] = None
+    args_schema: Annotated[ArgsSchema | None, SkipValidation(), _JsonSchemaField] = None
     return_direct: bool = False
     handle_tool_error: Annotated[ErrorHandler, SkipValidation()] = False
     handle_validation_error: Annotated[ErrorHandler, SkipValidation()] = False
@@ -122,6 +151,7 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     extras: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     timeout: float | None = None
+    strict: bool = False
 
     _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
 
@@ -133,8 +163,6 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
                 class nor a dict, an error handler of the wrong kind (raised directly, not
                 wrapped in a pydantic ``ValidationError``).
         """
-        if is_v1_model(data.get("args_schema")):  # carried as an equivalent v2 model
-            data = {**data, "args_schema": from_v1_model(data["args_schema"])}
         super().__init__(**data)
         self._check_settings()
 
@@ -155,8 +183,10 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             msg = "tool name is empty; give every tool a short unique name"
             raise ConfigError(msg)
         schema = self.args_schema
-        valid = isinstance(schema, dict) or (
-            isinstance(schema, type) and issubclass(schema, BaseModel)
+        valid = (
+            isinstance(schema, dict)
+            or is_v1_model(schema)
+            or (isinstance(schema, type) and issubclass(schema, BaseModel))
         )
         if schema is not None and not valid:
             msg = (
@@ -176,6 +206,12 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         """The full argument model (injected fields included); ``None`` for a dict schema."""
         if isinstance(self.args_schema, dict):
             return None
+        if is_v1_model(self.args_schema):  # validated through an equivalent v2 model
+            key: Any = ("v1", self.args_schema)
+            if key not in self._memo:
+                self._memo[key] = from_v1_model(self.args_schema)
+            converted: type[BaseModel] = self._memo[key]
+            return converted
         if self.args_schema is not None:
             return self.args_schema
         return self.memoized(("inferred", type(self)), self._infer_input_schema)
@@ -207,16 +243,42 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         )
 
     def tool_call_json_schema(self) -> dict[str, Any]:
-        """``tool_call_schema`` as a JSON-schema dict (a fresh copy)."""
+        """``tool_call_schema`` as a JSON-schema dict (a fresh copy); closed with
+        ``additionalProperties: false`` for a ``strict`` tool."""
         schema = self.tool_call_schema
         if isinstance(schema, dict):
-            return copy.deepcopy(schema)
-        return schema.model_json_schema()
+            exported = copy.deepcopy(schema)
+        else:
+            exported = schema.model_json_schema()
+        if self.strict and exported.get("additionalProperties") is not True:
+            exported["additionalProperties"] = False
+        return exported
+
+    def get_input_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
+        """The full argument schema (injected arguments included) as JSON schema, as
+        LangChain's ``Runnable.get_input_jsonschema``; ``config`` is accepted and unused."""
+        if isinstance(self.args_schema, dict):
+            return copy.deepcopy(self.args_schema)
+        return self._model_schema().model_json_schema()
 
     @property
     def args(self) -> dict[str, Any]:
         """The model-facing argument properties (JSON schema ``properties``)."""
         return dict(self.tool_call_json_schema().get("properties", {}))
+
+    @property
+    def _injected_args_keys(self) -> frozenset[str]:
+        """Names of every injected argument (listed in the schema or only in the run
+        target's signature); LangChain's name, read by LangGraph and LangChain's tests."""
+        if isinstance(self.args_schema, dict):
+            return frozenset(self._unlisted_injected(self.args_schema))
+        schema = self._model_schema()
+        return frozenset({**injected_fields(schema), **self._unlisted_injected(schema)})
+
+    def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
+        """LangChain's ``Runnable.get_name``: the tool name (or ``name``), plus ``suffix``."""
+        base = name or self.name
+        return f"{base}{suffix}" if suffix else base
 
     @property
     def is_single_input(self) -> bool:
@@ -241,10 +303,11 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
 
         Raises:
             ToolException: the tool failed and ``handle_tool_error`` is False.
-            pydantic.ValidationError: invalid arguments and ``handle_validation_error`` is
-                False (``jsonschema.ValidationError`` for a dict schema).
-            ConfigError: misuse: missing injected argument, ToolCall id missing for an
-                ``InjectedToolCallId`` tool, a content-and-artifact tool not returning a pair.
+            pydantic.ValidationError: invalid arguments (a missing injected one included, an
+                unknown key with ``strict``) and ``handle_validation_error`` is False
+                (``jsonschema.ValidationError`` for a dict schema).
+            ConfigError: misuse: ToolCall id missing for an ``InjectedToolCallId`` tool, a
+                content-and-artifact tool not returning a pair.
         """
         return self._deliver(self.execute(input, config, **kwargs))
 
@@ -256,6 +319,81 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     ) -> Any:
         """Async :meth:`invoke`; a sync-only tool runs in a worker thread."""
         return self._deliver(await self.aexecute(input, config, **kwargs))
+
+    def run(
+        self,
+        tool_input: str | dict[str, Any],
+        verbose: bool | None = None,
+        start_color: str | None = "green",
+        color: str | None = "green",
+        callbacks: Any = None,
+        *,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        run_id: Any = None,
+        config: RunConfig | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """LangChain's ``run``: :meth:`invoke` with LangChain's arguments.
+
+        ``tool_call_id`` makes the answer a :class:`ToolMessage`; ``callbacks``, ``tags``,
+        ``metadata`` and ``run_name`` go into the config the tool function may declare;
+        ``verbose``/colours/``run_id`` are LangChain's console and tracing settings and are
+        accepted and ignored (ragtools logs instead).
+        """
+        return self.invoke(
+            self._run_input(tool_input, tool_call_id),
+            self._run_config(config, callbacks, tags, metadata, run_name),
+            **kwargs,
+        )
+
+    async def arun(
+        self,
+        tool_input: str | dict[str, Any],
+        verbose: bool | None = None,
+        start_color: str | None = "green",
+        color: str | None = "green",
+        callbacks: Any = None,
+        *,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        run_name: str | None = None,
+        run_id: Any = None,
+        config: RunConfig | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async :meth:`run`."""
+        return await self.ainvoke(
+            self._run_input(tool_input, tool_call_id),
+            self._run_config(config, callbacks, tags, metadata, run_name),
+            **kwargs,
+        )
+
+    def _run_input(self, tool_input: str | dict[str, Any], call_id: str | None) -> ToolInput:
+        if call_id is None:
+            return tool_input
+        args = tool_input if isinstance(tool_input, dict) else self._string_args(tool_input)
+        return ToolCall(name=self.name, args=args, id=call_id, type="tool_call")
+
+    def _string_args(self, text: str) -> dict[str, Any]:
+        names = [key for key in self.args if key != "kwargs"]
+        return {names[0]: text} if len(names) == 1 else {"tool_input": text}
+
+    @staticmethod
+    def _run_config(
+        config: RunConfig | None,
+        callbacks: Any,
+        tags: list[str] | None,
+        metadata: dict[str, Any] | None,
+        run_name: str | None,
+    ) -> RunConfig:
+        merged: dict[str, Any] = dict(config or {})
+        extra = {"callbacks": callbacks, "tags": tags, "metadata": metadata, "run_name": run_name}
+        merged.update({key: value for key, value in extra.items() if value is not None})
+        return cast("RunConfig", merged)
 
     def execute(
         self,
@@ -338,8 +476,10 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         return await in_thread(self._run, **kwargs)
 
     def _config_parameter(self, *, for_async: bool) -> str | None:
-        """Name of the run target's ``RunConfig`` parameter, if it declares one."""
-        target = self._arun if for_async else self._run
+        """Name of the run target's ``RunConfig`` parameter, if it declares one (``_run``'s
+        when ``_arun`` is the default, which runs ``_run`` in a thread, as in LangChain)."""
+        overridden = getattr(self._arun, "__func__", None) is not BaseTool._arun
+        target = self._arun if for_async and overridden else self._run
         return config_parameter(target)
 
     # --- internals -----------------------------------------------------------------------
@@ -349,7 +489,36 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     ) -> dict[str, Any]:
         """Validate the input and return the keyword arguments of ``_run`` (a hook)."""
         schema = self.args_schema if isinstance(self.args_schema, dict) else self._model_schema()
-        return parse_arguments(self.name, schema, tool_input, call_id, injected)
+        return parse_arguments(
+            self.name,
+            schema,
+            tool_input,
+            call_id,
+            injected,
+            strict=self.strict,
+            unlisted=self._unlisted_injected(schema),
+        )
+
+    def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
+        """The functions whose parameters the validated arguments fill."""
+        return (self._run,)
+
+    def _unlisted_injected(self, schema: ArgsSchema) -> dict[str, bool]:
+        """Injected parameters of the run targets that ``schema`` does not list (a custom
+        ``args_schema`` need not name them; LangChain still passes them through)."""
+        if self.args_schema is None:
+            return {}
+        listed = set(schema.get("properties", {})) if isinstance(schema, dict) else set()
+        if not isinstance(schema, dict):
+            listed = set(schema.model_fields)
+        key = ("unlisted", id(schema))
+        if key not in self._memo:
+            found: dict[str, bool] = {}
+            for target in self._run_targets():
+                found.update(injected_parameters(target))
+            self._memo[key] = {k: v for k, v in found.items() if k not in listed}
+        unlisted: dict[str, bool] = self._memo[key]
+        return unlisted
 
     def _with_config(
         self, arguments: dict[str, Any], config: RunConfig, *, for_async: bool
@@ -407,8 +576,8 @@ class FunctionBackedTool(BaseTool):
     """A tool that runs a sync ``func`` and/or an async ``coroutine`` (:class:`Tool`,
     :class:`StructuredTool`): either may be missing, the other is used."""
 
-    func: Callable[..., Any] | None = None
-    coroutine: Callable[..., Awaitable[Any]] | None = None
+    func: Annotated[Callable[..., Any] | None, _JsonCallable] = None
+    coroutine: Annotated[Callable[..., Awaitable[Any]] | None, _JsonCallable] = None
 
     def _check_settings(self) -> None:
         """Require at least one of ``func`` and ``coroutine``."""
@@ -416,3 +585,6 @@ class FunctionBackedTool(BaseTool):
         if self.func is None and self.coroutine is None:
             msg = f"tool {self.name!r}: give func and/or coroutine"
             raise ConfigError(msg)
+
+    def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
+        return (self.func, self.coroutine)

@@ -36,6 +36,8 @@ from pydantic import BaseModel, Field, RootModel, create_model
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.base import BaseTool
+from ragtools.retrieval.tools.injected import RunConfig
+from ragtools.retrieval.tools.pydantic_v1 import is_v1_model
 from ragtools.retrieval.tools.simple import Tool
 from ragtools.retrieval.tools.structured import StructuredTool
 
@@ -115,15 +117,16 @@ def convert_runnable_to_tool(
         )
     schema = args_schema or _object_schema(runnable, tool_name, input_schema, arg_types)
 
-    def invoke_wrapper(callbacks: Any = None, **kwargs: Any) -> Any:
-        if callbacks is None:
-            return runnable.invoke(kwargs)
-        return runnable.invoke(kwargs, {"callbacks": callbacks})
+    # The call's config (tags, metadata, configurable, callbacks) goes on to the runnable,
+    # as LangChain's wrapper passes it; a runnable-like object without a config parameter
+    # is called with the input alone when there is no config.
+    def invoke_wrapper(config: RunConfig, **kwargs: Any) -> Any:
+        return runnable.invoke(kwargs, dict(config)) if config else runnable.invoke(kwargs)
 
-    async def ainvoke_wrapper(callbacks: Any = None, **kwargs: Any) -> Any:
-        if callbacks is None:
-            return await runnable.ainvoke(kwargs)
-        return await runnable.ainvoke(kwargs, {"callbacks": callbacks})
+    async def ainvoke_wrapper(config: RunConfig, **kwargs: Any) -> Any:
+        if config:
+            return await runnable.ainvoke(kwargs, dict(config))
+        return await runnable.ainvoke(kwargs)
 
     return StructuredTool(
         name=tool_name,
@@ -159,6 +162,8 @@ def _object_schema(
     runnable: Any, name: str, input_schema: dict[str, Any], arg_types: dict[str, type] | None
 ) -> type[BaseModel]:
     model = getattr(runnable, "input_schema", None)
+    if arg_types is None and is_v1_model(model):  # kept as the tool's args_schema
+        return typing.cast("type[BaseModel]", model)
     if (
         arg_types is None
         and isinstance(model, type)

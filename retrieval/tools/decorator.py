@@ -203,11 +203,19 @@ def _build(name: str, obj: Any, options: _Options) -> BaseTool:
             parse_docstring=options.parse_docstring,
             error_on_invalid_docstring=options.error_on_invalid_docstring,
         )
+    description = options.description or inspect.getdoc(obj)
+    if not description:
+        msg = (
+            "Function must have either a docstring or description when infer_schema is False: "
+            f"tool {name!r} needs a docstring or description= (the model "
+            "reads it to know what the single input is)"
+        )
+        raise ConfigError(msg)
     return Tool(
         name=name,
         func=func,
         coroutine=coroutine,
-        description=options.description or inspect.getdoc(obj) or f"{name} tool",
+        description=description,
         return_direct=options.return_direct,
         response_format=options.response_format,
     )

@@ -10,7 +10,10 @@ full ToolCall.
 
 The marker may be the class itself or an instance (``InjectedToolArg()``), as in LangChain,
 and LangChain's own markers (``langchain_core.tools.InjectedToolArg``/``InjectedToolCallId``)
-count as ours, so a function annotated for LangChain hides the same arguments here.
+count as ours, so a function annotated for LangChain hides the same arguments here. So do
+*directly injected* types, which need no ``Annotated``: a parameter typed with a class deriving
+from langchain-core's ``_DirectlyInjectedToolArg`` (LangGraph's ``ToolRuntime``), matched by
+class name along the MRO like the markers (:func:`with_direct_marker`).
 
 :class:`RunConfig` is the optional ``config`` mapping of ``invoke``; a tool function receives
 it if it declares a parameter annotated ``RunConfig`` (or LangChain's ``RunnableConfig``), and
@@ -30,6 +33,7 @@ __all__ = [
     "is_config_annotation",
     "is_injected_annotation",
     "is_injected_metadata",
+    "with_direct_marker",
 ]
 
 logger = logging.getLogger(__name__)
@@ -92,6 +96,19 @@ def _is_marker(item: object, marker: type[InjectedToolArg]) -> bool:
         base.__name__ == marker.__name__ and base.__module__.startswith("langchain_core")
         for base in cls.__mro__
     )
+
+
+def with_direct_marker(annotation: Any) -> Any:
+    """``Annotated[annotation, InjectedToolArg()]`` for a directly injected type (LangGraph's
+    ``ToolRuntime``, generic or not), else ``annotation`` unchanged."""
+    cls = typing.get_origin(annotation) or annotation
+    if not isinstance(cls, type):
+        return annotation
+    direct = any(
+        base.__name__ == "_DirectlyInjectedToolArg" and base.__module__.startswith("langchain_core")
+        for base in cls.__mro__
+    )
+    return typing.Annotated[annotation, InjectedToolArg()] if direct else annotation
 
 
 def is_injected_annotation(

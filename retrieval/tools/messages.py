@@ -4,12 +4,24 @@ Shapes follow LangChain's so adapters are thin: a tool call is a plain dict
 ``{"name", "args", "id", "type": "tool_call"}``; the reply carries ``content`` (what the model
 reads), ``artifact`` (what the application keeps, never sent to the model), the call id, the
 tool name and a ``status``.
+
+``ToolMessage`` *is* ``langchain_core.messages.ToolMessage`` when langchain-core is installed,
+and a small pydantic model with the same fields otherwise. One class rather than a look-alike
+that converts: LangGraph's ``ToolNode``, chat models and LangChain's own tests check
+``isinstance(message, ToolMessage)`` against langchain-core's class, and pydantic equality
+requires the same class, so a look-alike would need converting at every boundary and would
+still compare unequal to the message a LangChain user builds. Without langchain-core the
+fallback keeps the package usable with no framework installed. Code here only relies on what
+both share: the constructor fields, ``model_copy`` and equality.
+
+A ToolCall is recognised as LangChain recognises one: a dict with ``type == "tool_call"``
+and ``args``; ``name`` may be missing (the tool answers with its own name).
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
@@ -33,16 +45,12 @@ def make_tool_call(name: str, args: dict[str, Any], id: str | None = None) -> To
 
 
 def is_tool_call(value: object) -> bool:
-    """True for a dict shaped like a :class:`ToolCall` (``type == "tool_call"`` and ``args``)."""
-    return (
-        isinstance(value, dict)
-        and value.get("type") == "tool_call"
-        and "args" in value
-        and "name" in value
-    )
+    """True for a dict shaped like a :class:`ToolCall`, as LangChain decides: ``type`` is
+    ``"tool_call"`` and ``args`` is present (``name`` and ``id`` may be missing)."""
+    return isinstance(value, dict) and value.get("type") == "tool_call" and "args" in value
 
 
-class ToolMessage(BaseModel):
+class _FallbackToolMessage(BaseModel):
     """A tool's reply to one :class:`ToolCall`.
 
     Attributes:
@@ -54,13 +62,22 @@ class ToolMessage(BaseModel):
         status: ``"error"`` when the tool failed and the error was turned into content.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     content: str | list[Any]
     artifact: Any = None
     tool_call_id: str
     name: str | None = None
     status: Literal["success", "error"] = "success"
+
+
+if TYPE_CHECKING:
+    from langchain_core.messages import ToolMessage
+else:
+    try:
+        from langchain_core.messages import ToolMessage
+    except ImportError:  # no framework installed: the look-alike above
+        ToolMessage = _FallbackToolMessage
 
 
 def coerce_message(value: object) -> ToolMessage | None:

@@ -7,8 +7,10 @@ v2 models, so a v1 model is carried inside one:
 * a v1 **argument annotation** becomes ``Annotated[Model, <validator>, <JSON schema>]``: the
   value is validated by the v1 model itself (``parse_obj``; an instance passes through), the
   function receives a v1 instance, and the JSON schema shown to the model is the v1 model's;
-* a v1 **args_schema** becomes a v2 model with the same fields (type, default, description),
-  each checked by v2 the way v1 would have coerced it in its lax mode.
+* a v1 **args_schema** stays the tool's ``args_schema`` (a subclass may type the field
+  ``type[MyV1Model]``, as with LangChain); validation and the schemas use a v2 model with the
+  same fields (type, default, description, ``Annotated`` markers), each checked by v2 the way
+  v1 would have coerced it in its lax mode.
 
 A function mixing v1 and v2 model annotations raises ``NotImplementedError``, as in
 LangChain: the two cannot be validated by one model.

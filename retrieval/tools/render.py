@@ -11,7 +11,12 @@
   ``{"name", "description", "parameters"}`` and ``{"type": "function", "function": ...}``.
   ``parameters`` is ``tool_call_schema``'s JSON schema with local ``$ref`` s inlined (non-
   recursive ones), ``$defs`` dropped when nothing refers to them any more, and pydantic's
-  ``title`` keys removed (a property *named* ``title`` is kept), as LangChain does.
+  ``title`` keys removed (a property *named* ``title`` is kept), as LangChain does. A plain
+  function is read as LangChain reads one: its Google-style docstring gives the description
+  (the summary) and the argument descriptions (``Args:``), leniently. ``strict=True`` (or a
+  tool built with ``strict=True``) gives OpenAI's strict form: ``"strict": true``, and every
+  object closed (``additionalProperties: false``) with all its properties required, at every
+  level, as LangChain's ``convert_to_openai_function(..., strict=True)``.
 """
 
 from __future__ import annotations
@@ -59,27 +64,60 @@ def render_text_description_and_args(tools: Sequence[BaseTool]) -> str:
     )
 
 
-def convert_to_openai_function(tool: BaseTool | Callable[..., Any]) -> dict[str, Any]:
+def convert_to_openai_function(
+    tool: BaseTool | Callable[..., Any], *, strict: bool | None = None
+) -> dict[str, Any]:
     """``{"name", "description", "parameters"}`` for OpenAI function calling.
 
     Args:
-        tool: a tool, or a documented function (wrapped with ``StructuredTool``).
+        tool: a tool, or a documented function (its Google-style docstring is parsed).
+        strict: OpenAI's strict mode (see the module docstring); default: the tool's
+            ``strict`` setting, and no ``strict`` key when that is off.
     """
     if not isinstance(tool, BaseTool):
-        tool = StructuredTool.from_function(tool)
+        tool = StructuredTool.from_function(
+            tool, parse_docstring=True, error_on_invalid_docstring=False
+        )
     schema = tool.tool_call_json_schema()
     schema.pop("title", None)
     schema.pop("description", None)
-    return {
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": _remove_titles(_inline_refs(schema)),
-    }
+    parameters = _remove_titles(_inline_refs(schema))
+    if strict is None and tool.strict:
+        strict = True
+    function: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    function["parameters"] = _close_objects(parameters) if strict else parameters
+    if strict is not None:
+        function["strict"] = strict
+    return function
 
 
-def convert_to_openai_tool(tool: BaseTool | Callable[..., Any]) -> dict[str, Any]:
+def convert_to_openai_tool(
+    tool: BaseTool | Callable[..., Any], *, strict: bool | None = None
+) -> dict[str, Any]:
     """``{"type": "function", "function": {...}}`` for OpenAI tool calling."""
-    return {"type": "function", "function": convert_to_openai_function(tool)}
+    return {"type": "function", "function": convert_to_openai_function(tool, strict=strict)}
+
+
+def _close_objects(node: Any) -> Any:
+    """OpenAI strict mode: every object closed and all its properties required (in place)."""
+    if not isinstance(node, dict):
+        return node
+    properties = node.get("properties")
+    if isinstance(properties, dict) and properties:
+        node["required"] = list(properties)
+    if "required" in node or properties == {} or "additionalProperties" in node:
+        node["additionalProperties"] = False
+    for key in ("anyOf", "allOf"):
+        for sub in node.get(key, []):
+            _close_objects(sub)
+    for sub in (properties or {}).values():
+        _close_objects(sub)
+    if "items" in node:
+        _close_objects(node["items"])
+    for key in ("$defs", "definitions"):
+        for sub in (node.get(key) or {}).values():
+            _close_objects(sub)
+    return node
 
 
 def _signature_text(tool: BaseTool) -> str:

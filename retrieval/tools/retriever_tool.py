@@ -33,6 +33,16 @@ The tool returns ``(content, artifact)``:
   ToolMessage, ``run_with_artifact``, ``execute``, or the LangChain adapter; it never reaches
   the model.
 
+A LangChain retriever (``langchain_core.retrievers.BaseRetriever``, or anything whose
+``invoke`` returns LangChain ``Document`` objects) works too, as LangChain's own
+``create_retriever_tool`` takes one: each document becomes a :class:`~retrieval.hit.Hit`
+(text ``page_content``; the JSON-valued metadata kept; ``doc_id``, ``chunk_id`` and ``score``
+read back from metadata when an adapter such as ``to_langchain_retriever`` put them there,
+else the document's ``id``/``source`` and score 0 in rank order, stage ``"retriever"``), so
+the content cites sources like any other retriever's and the artifact is hits. Unlike
+LangChain's, the content is this module's citation format, not the bare ``page_content``
+joined (pass ``document_prompt="{page_content}"`` for that).
+
 ``ToolInputError`` raised by the retriever (a query it cannot use) is shown to the model
 (``handle_tool_error=True``); other errors propagate. ``ainvoke`` calls
 ``retriever.ainvoke``.
@@ -54,6 +64,7 @@ Options the model never sees:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import string
 from collections.abc import Mapping, Sequence
@@ -62,6 +73,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import Filter, Retriever
 from ragtools.retrieval.bound_filter import check_bound_filter, combine_filters
@@ -352,6 +364,8 @@ def _check_arguments(
 
 
 def _checked_hits(name: str, hits: Any) -> list[Hit]:
+    if isinstance(hits, list) and hits and all(_is_langchain_document(d) for d in hits):
+        hits = [_hit_from_document(doc, rank) for rank, doc in enumerate(hits, start=1)]
     if not isinstance(hits, list) or not all(isinstance(h, Hit) for h in hits):
         msg = (
             f"retriever tool {name!r}: the retriever returned {type(hits).__name__}, expected "
@@ -359,3 +373,30 @@ def _checked_hits(name: str, hits: Any) -> list[Hit]:
         )
         raise ConfigError(msg)
     return hits
+
+
+def _is_langchain_document(value: Any) -> bool:
+    return hasattr(value, "page_content") and isinstance(getattr(value, "metadata", None), dict)
+
+
+def _hit_from_document(doc: Any, rank: int) -> Hit:
+    """A LangChain ``Document`` as a Hit (see the module docstring)."""
+    metadata: dict[str, Any] = {}
+    for key, value in doc.metadata.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue  # a chunk carries JSON metadata only
+        metadata[key] = value
+    own = {"chunk_id", "doc_id", "start", "end", "score", "rank", "stage", "scores", "parts"}
+    doc_ids = (metadata.get("doc_id"), getattr(doc, "id", None), metadata.get("source"))
+    chunk = Chunk(
+        id=str(metadata.get("chunk_id") or getattr(doc, "id", None) or ""),
+        doc_id=str(next((v for v in doc_ids if v), "langchain")),
+        text=str(doc.page_content),
+        metadata={k: v for k, v in metadata.items() if k not in own},
+    )
+    score = metadata.get("score")
+    score = float(score) if isinstance(score, (int, float)) else 0.0
+    stage = str(metadata.get("stage") or "retriever")
+    return Hit(chunk=chunk, score=score, rank=rank, stage=stage, scores={stage: score})

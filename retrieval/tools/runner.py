@@ -57,6 +57,7 @@ from ragtools.retrieval.tools.execution import (
     tool_call_scope,
 )
 from ragtools.retrieval.tools.messages import ToolMessage, coerce_message
+from ragtools.retrieval.tools.output import is_message_output
 from ragtools.retrieval.tools.params import format_result, parse_arguments
 from ragtools.retrieval.tools.registry import UnknownToolError
 from ragtools.retrieval.tools.runnable import streams_natively
@@ -364,7 +365,10 @@ def _with_injected(call: ResolvedCall, tool_input: ToolCallInput) -> Any:
     return tool_call
 
 
-def _as_message(result: Any, tool_input: ToolCallInput) -> ToolMessage:
+def _as_message(result: Any, tool_input: ToolCallInput) -> Any:
+    """``result`` as a ToolMessage; a LangGraph ``Command`` (or list of them) as is."""
+    if is_message_output(result) and not isinstance(result, ToolMessage):
+        return result
     message = coerce_message(result)
     if message is not None:
         return message
@@ -373,8 +377,9 @@ def _as_message(result: Any, tool_input: ToolCallInput) -> ToolMessage:
     )
 
 
-def _text(message: ToolMessage) -> str:
-    return message.content if isinstance(message.content, str) else format_result(message.content)
+def _text(message: Any) -> str:
+    content = getattr(message, "content", "")
+    return content if isinstance(content, str) else format_result(content)
 
 
 def _log_timing(tool_input: ToolCallInput, started: float) -> None:

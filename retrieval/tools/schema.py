@@ -12,8 +12,10 @@ What becomes a field, and what does not:
   ``filter_args`` argument replaces this pair), and any parameter annotated ``RunConfig`` /
   ``RunnableConfig`` are skipped;
 * ``*args`` is skipped (it cannot be passed by name); ``**kwargs`` makes the model accept and
-  pass on extra keys (``extra="allow"``), otherwise unknown keys are rejected
-  (``extra="forbid"``) so a model's typo is reported instead of silently ignored;
+  pass on extra keys (``extra="allow"``), otherwise unknown keys are dropped
+  (``extra="ignore"``), as LangChain's inferred schemas drop them: models send stray keys,
+  and a tool should not fail on them. A tool's ``strict`` option rejects them instead
+  (:mod:`retrieval.tools.arguments`);
 * injected arguments (``Annotated[T, InjectedToolArg]``) are kept unless
   ``include_injected=False``: the full schema validates them, ``tool_call_schema`` hides them.
 
@@ -51,6 +53,7 @@ from ragtools.retrieval.tools.injected import (
     InjectedToolCallId,
     is_config_annotation,
     is_injected_metadata,
+    with_direct_marker,
 )
 from ragtools.retrieval.tools.pydantic_v1 import check_not_mixed, is_v1_model, v1_annotation
 
@@ -58,6 +61,7 @@ __all__ = [
     "FILTERED_ARGS",
     "create_schema_from_function",
     "injected_fields",
+    "injected_parameters",
     "model_facing_parameters",
     "subset_model",
 ]
@@ -136,7 +140,7 @@ def create_schema_from_function(
     check_not_mixed(f"function {getattr(func, '__name__', func)!r}", list(hints.values()))
     fields: dict[str, Any] = {}
     for name in model_args:
-        annotation = hints.get(name, Any)
+        annotation = with_direct_marker(hints.get(name, Any))
         if is_v1_model(annotation):  # validated by the v1 model itself
             annotation = v1_annotation(annotation)
         metadata = _annotated_metadata(annotation)
@@ -145,7 +149,7 @@ def create_schema_from_function(
         text = arg_docs.get(name) or next((m for m in metadata if isinstance(m, str)), None)
         fields[name] = (annotation, _field_info(signature.parameters[name].default, text))
 
-    config = ConfigDict(extra="allow" if var_keyword else "forbid", arbitrary_types_allowed=True)
+    config = ConfigDict(extra="allow" if var_keyword else "ignore", arbitrary_types_allowed=True)
     model: type[BaseModel] = create_model(  # type: ignore[call-overload]
         model_name, __config__=config, __doc__=description, **fields
     )
@@ -158,6 +162,30 @@ def injected_fields(model: type[BaseModel]) -> dict[str, bool]:
     for name, field in model.model_fields.items():
         if is_injected_metadata(field.metadata):
             found[name] = is_injected_metadata(field.metadata, InjectedToolCallId)
+    return found
+
+
+def injected_parameters(func: Callable[..., Any] | None) -> dict[str, bool]:
+    """``func``'s injected parameters, each mapped to "is it the ToolCall id".
+
+    Used for the injected parameters a custom ``args_schema`` does not list: LangChain still
+    passes them to the function, so the tool must know them from the signature.
+    """
+    if func is None:
+        return {}
+    try:
+        hints = _type_hints(func)
+    except ConfigError:
+        return {}
+    try:  # a partial's bound arguments are not in its signature, and are not injected
+        bound = set(hints) - set(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        bound = set()
+    found: dict[str, bool] = {}
+    for name, annotation in hints.items():
+        metadata = _annotated_metadata(with_direct_marker(annotation))
+        if name != "return" and name not in bound and is_injected_metadata(metadata):
+            found[name] = is_injected_metadata(metadata, InjectedToolCallId)
     return found
 
 
@@ -200,7 +228,7 @@ def model_facing_parameters(func: Callable[..., Any]) -> list[inspect.Parameter]
             continue
         annotation = param.annotation
         if is_config_annotation(annotation) or is_injected_metadata(
-            _annotated_metadata(annotation)
+            _annotated_metadata(with_direct_marker(annotation))
         ):
             continue
         if typing.get_origin(annotation) is typing.Annotated:
@@ -279,8 +307,8 @@ def _parse_docstring(
             raise ConfigError(msg) from exc
         logger.debug("docstring of %s not parsed (%s); using it whole", name, exc)
         return doc, {}
-    description = "\n\n".join(
-        part for part in (parsed.short_description, parsed.long_description) if part
+    description = " ".join(  # LangChain joins the summary paragraphs with a space
+        part.strip() for part in (parsed.short_description, parsed.long_description) if part
     )
     arg_docs = {
         p.arg_name: " ".join((p.description or "").split())
@@ -290,8 +318,9 @@ def _parse_docstring(
     unknown = [arg for arg in arg_docs if arg not in signature_args]
     if unknown and strict:
         msg = (
-            f"docstring of {name!r} documents {unknown}, which are not in its signature "
-            f"{signature_args}; fix the names or set error_on_invalid_docstring=False"
+            f"Arg {unknown[0]} in docstring not found in function signature: the docstring of "
+            f"{name!r} documents {unknown}, which are not in its signature {signature_args}; "
+            "fix the names or set error_on_invalid_docstring=False"
         )
         raise ConfigError(msg)
     return description, {k: v for k, v in arg_docs.items() if k not in unknown and v}
@@ -304,14 +333,16 @@ def _check_docstring(name: str, doc: str, model_args: list[str]) -> None:
     if header is None:
         if model_args:
             msg = (
-                f"docstring of {name!r} has no 'Args:' section documenting {model_args}; add "
+                f"Found invalid Google-Style docstring: {name!r} has no 'Args:' section "
+                f"documenting {model_args}; add "
                 "one (Google style) or set error_on_invalid_docstring=False"
             )
             raise ConfigError(msg)
         return
     if header == 0 or lines[header - 1].strip():
         msg = (
-            f"docstring of {name!r}: 'Args:' must follow a one-line summary and a blank line "
+            f"Found invalid Google-Style docstring: in {name!r}, 'Args:' must follow a one-line "
+            "summary and a blank line "
             "(Google style); add the summary or the blank line, or set "
             "error_on_invalid_docstring=False"
         )

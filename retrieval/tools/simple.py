@@ -38,7 +38,20 @@ class Tool(FunctionBackedTool):
         func: the sync function, called with the one input (and ``config`` if it declares a
             ``RunConfig`` parameter).
         coroutine: the async function; either may be missing, the other is used.
+
+    ``Tool(name, func, description)`` positionally works, as in LangChain.
     """
+
+    def __init__(
+        self,
+        name: str | None = None,
+        func: Callable[..., Any] | None = None,
+        description: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Take LangChain's positional ``(name, func, description)`` or keywords."""
+        given = {"name": name, "func": func, "description": description}
+        super().__init__(**{k: v for k, v in given.items() if v is not None}, **kwargs)
 
     def _check_settings(self) -> None:
         """Reject functions that need more than one argument."""

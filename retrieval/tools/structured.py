@@ -108,7 +108,8 @@ class StructuredTool(FunctionBackedTool):
         text = _description(source, description, args_schema, parse_docstring=parse_docstring)
         if text is None:
             msg = (
-                f"tool {tool_name!r}: the function has no docstring; pass description= (the "
+                f"Function must have a docstring if description not provided: tool {tool_name!r}; "
+                "pass description= (the "
                 "model reads it to decide when to call the tool)"
             )
             raise ConfigError(msg)
@@ -165,6 +166,8 @@ def _description(
         return description
     if isinstance(source, functools.partial):
         source = source.func
+    if inspect.isclass(source):  # its own docstring only, never pydantic's inherited one
+        return inspect.cleandoc(source.__dict__.get("__doc__") or "")
     if parse_docstring and isinstance(args_schema, type) and args_schema.__doc__:
         return args_schema.__doc__.strip()
     doc = inspect.getdoc(source)

@@ -17,6 +17,7 @@ from langchain_core.tools import InjectedToolArg as LCInjectedToolArg
 from langchain_core.tools import InjectedToolCallId as LCInjectedToolCallId
 from langchain_core.tools import ToolException as LCToolException
 from langchain_core.tools import tool as lc_tool
+from pydantic import ValidationError
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools import (
@@ -238,7 +239,7 @@ class TestLangChainInjectedMarkers:
         forged = make_tool_call("scoped", {"query": "q", "tenant": "globex"}, id="c1")
         [message] = node.invoke([forged], injected={"tenant": "acme"})
         assert message.content == "acme:q"
-        with pytest.raises(ConfigError, match="injected argument 'tenant'"):
+        with pytest.raises(ValidationError, match="tenant"):
             ToolsNode([scoped], handle_tool_error=False).invoke([forged])  # never globex
 
 

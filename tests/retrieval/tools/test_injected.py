@@ -6,7 +6,7 @@ import asyncio
 from typing import Annotated
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools import (
@@ -52,7 +52,6 @@ class ScopedArgs(BaseModel):
 def test_injected_args_absent_from_model_facing_schemas() -> None:
     assert list(lookup.args) == ["query"]
     assert lookup.tool_call_json_schema() == {
-        "additionalProperties": False,
         "description": "Look up the user's documents.",
         "properties": {"query": {"title": "Query", "type": "string"}},
         "required": ["query"],
@@ -84,11 +83,14 @@ def test_run_time_value_overrides_one_in_the_call_args() -> None:
     assert lookup.invoke(call).content == "q|forged|3"
 
 
-def test_missing_injected_arg_is_a_clear_config_error() -> None:
-    lookup_handled = lookup.model_copy(update={"handle_tool_error": True})
-    for target in (lookup, lookup_handled):
-        with pytest.raises(ConfigError, match=r"injected argument 'user_id'.*user_id=\.\.\."):
-            target.invoke(make_tool_call("lookup", {"query": "q"}))
+def test_missing_injected_arg_is_a_validation_error_as_in_langchain() -> None:
+    # LangChain: a missing injected value is a missing field of the validation error, so
+    # handle_validation_error decides (not handle_tool_error).
+    with pytest.raises(ValidationError, match="user_id"):
+        lookup.invoke(make_tool_call("lookup", {"query": "q"}))
+    handled = lookup.model_copy(update={"handle_validation_error": True})
+    message = handled.invoke(make_tool_call("lookup", {"query": "q"}, id="c1"))
+    assert (message.content, message.status) == ("Tool input validation error", "error")
 
 
 def test_unknown_run_time_keyword_is_rejected() -> None:
@@ -107,7 +109,9 @@ def test_tool_call_id_injected_from_tool_call() -> None:
 
 
 def test_tool_call_id_without_a_tool_call_is_a_clear_error() -> None:
-    with pytest.raises(ConfigError, match=r"InjectedToolCallId argument 'tool_call_id'.*ToolCall"):
+    with pytest.raises(
+        ConfigError, match=r"full model ToolCall.*InjectedToolCallId argument 'tool_call_id'"
+    ):
         create_report.invoke({"topic": "AI"})
     with pytest.raises(ConfigError, match="argument 'call'"):
         echo_id.invoke("topic")
