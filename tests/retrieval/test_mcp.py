@@ -515,12 +515,23 @@ def test_every_request_line_gets_an_answer_over_stdio(index_path: Path) -> None:
         json.dumps(envelope | {"id": 5, "params": {"name": "docs", "arguments": {
             "query": "waggle dance"}}}),
     ]  # fmt: skip
-    proc = subprocess.run(
+    server = subprocess.Popen(
         [str(RAG), "serve", str(index_path), "--name", "docs"],
-        input="\n".join(lines) + "\n",
-        capture_output=True, text=True, env=ENV, timeout=120, check=False,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, env=ENV,
     )  # fmt: skip
-    replies = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("\n".join(lines) + "\n")
+    server.stdin.flush()  # stdin stays open until the last answer: EOF ends the server
+    replies = []
+    try:
+        while not any(reply.get("id") == 5 for reply in replies):
+            line = server.stdout.readline()
+            assert line, f"the server ended before answering every line: {replies}"
+            replies.append(json.loads(line))
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
     by_id = {reply.get("id"): reply for reply in replies}
     hits = by_id[2]["result"]["structuredContent"]["hits"]
     assert not by_id[2]["result"]["isError"] and hits[0]["chunk"]["metadata"]["source"].endswith(
