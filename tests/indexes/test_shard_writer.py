@@ -114,7 +114,10 @@ def test_shard_versions_are_collected_by_what_the_kept_top_versions_name(tmp_pat
     tops = [p.name for p in list_versions(idx)]
     assert tops == ["v-000004", "v-000005"]
     named = _named_shard_versions(idx)
-    for number in range(3):
+    # files go to shards by a hash of their path, so a shard may have got none (no folder)
+    filled = [number for number in range(3) if shard_dir(idx, number).exists()]
+    assert filled
+    for number in filled:
         kept = {p.name for p in list_versions(shard_dir(idx, number))}
         shard_live = current_version(shard_dir(idx, number)).name
         assert kept - {shard_live} <= named[number] <= kept
