@@ -3,6 +3,7 @@ reused, collected by what the kept top versions name; debris and a full disk han
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 
 from ragtools.indexes import shard_writer
 from ragtools.indexes.bundle import Index, open_version
-from ragtools.indexes.shards import SHARDS_MANIFEST, ShardedIndex, shard_dir
+from ragtools.indexes.shards import SHARDS_MANIFEST, ShardedIndex, shard_dir, shard_of
 from ragtools.indexes.versions import current_version, list_versions, switch_version
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
@@ -22,7 +23,19 @@ OPTIONS: dict[str, Any] = {"vector": False, "chunk_size": 200, "chunk_overlap": 
 
 
 def _sources(root: Path, files: int = 6) -> Path:
-    folder = root / "src"
+    """``files`` Markdown files in a folder whose name puts ``f{i}.md`` in shard ``i % n`` for
+    2 and 3 shards (the first six files): files go to shards by a hash of their absolute
+    path, and these tests must not depend on where pytest's temporary folder lies."""
+    base = root.resolve()
+    folder = next(
+        base / f"src-{k}"
+        for k in itertools.count()
+        if all(
+            shard_of(str(base / f"src-{k}" / f"f{i}.md"), n) == i % n
+            for n in (2, 3)
+            for i in range(min(files, 6))
+        )
+    )
     folder.mkdir()
     for i in range(files):
         text = f"file {i} talks about bees and honey, number {i}."
