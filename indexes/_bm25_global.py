@@ -1,30 +1,27 @@
-"""Exact BM25 across shards: global statistics, merged from each shard's counts.
+"""Exact BM25 over several segments: collection statistics over the live rows.
 
-A BM25 weight depends on the whole corpus: the number of live rows, their total length
-(``avgdl``) and each term's document frequency. A shard that scored with its own counts would
-rank differently from one index over every row (Elasticsearch's default "query then fetch").
-Here every shard scores with :class:`GlobalStats` instead, so its scores are the single
-index's scores, bit for bit, not merely close:
+A BM25 weight depends on the whole collection: the number of live rows, their total length
+(``avgdl``) and each term's document frequency. A segment that scored with its own counts
+would rank differently from one index over every row (Elasticsearch's default "query then
+fetch"). Every segment scores with :class:`GlobalStats` instead, so a version's scores are
+those of one fresh index over its live rows, bit for bit, whatever history made it:
 
-* :meth:`ShardCounts.of` reads what a shard contributes: its terms, their document
-  frequencies, live rows and total length, and the global row where each term first occurs;
-* :meth:`GlobalStats.merge` adds them up. It numbers the terms as one index over all rows
-  would (by first occurrence: row, then position in the row), because a row's score is a sum
-  over the query's terms in term-id order, and floats added in another order can differ in
-  the last bit; Okapi's floor (``epsilon`` times the mean idf) sums over terms in that order
-  too;
-* :func:`with_global_stats` re-expresses a shard's postings in the global term space and
-  computes their weights from the global idf and ``avgdl``. A query term the shard lacks is
-  still known (BM25+ adds ``delta * idf`` for it to every matching row, as the single index
-  does).
-* :func:`save_scored` writes those arrays (``.npy``, the layout of :mod:`indexes._bm25_io`)
-  with each top version, and :func:`load_scored` maps them read-only: opening a sharded index
-  then costs no re-expression and holds no posting in memory (16 bytes a posting, some 50
-  postings a document, would not fit at ten million documents). The statistics change with
-  any shard, so every top version writes every shard's arrays anew.
+* :meth:`ShardCounts.of` reads what a segment contributes over its live rows: its terms,
+  their document frequencies, the number of live rows and their total length;
+* :meth:`GlobalStats.merge` adds them up and numbers the terms in one **canonical order**,
+  sorted by the term string. A row's score is a sum over the query's terms in term-id order,
+  and floats added in another order can differ in the last bit; Okapi's floor (``epsilon``
+  times the mean idf) sums over all terms in that order too. An order that depends only on
+  the set of terms (not on which row first used a term, as a single ``BM25Index`` numbers
+  them) is what makes an index updated by any sequence of changes score exactly as a fresh
+  build of the same rows;
+* :func:`with_global_stats` re-expresses a segment's postings in that term space and
+  computes their weights from the collection's idf and ``avgdl``. A query term the segment
+  lacks is still known (BM25+ adds ``delta * idf`` for it to every matching row, as one
+  index does).
 
-A shard so scored is read-only (:class:`GlobalStatsBM25`): a change to any shard changes the
-statistics of all, so changes go through the sharded writer, which re-merges them.
+A segment so scored is read-only (:class:`GlobalStatsBM25`): segments never change; a new
+version writes new segments and records deletions (:mod:`indexes.segments`).
 """
 
 from __future__ import annotations
@@ -37,9 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_io import ARRAYS, load_arrays
 from ragtools.indexes._bm25_math import Postings, Vocabulary, compute_idf, compute_weights
-from ragtools.indexes._persist import save_npy
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
@@ -48,35 +43,30 @@ Ints = npt.NDArray[np.int64]
 
 @dataclass(frozen=True)
 class ShardCounts:
-    """What one shard contributes to the global statistics.
+    """What one segment contributes to the collection statistics.
 
     Attributes:
-        terms: the shard's terms that occur in a live row, in its own id order.
+        terms: the segment's terms that occur in a live row.
         df: live rows containing each term.
-        first_row: the global row of each term's first live occurrence.
         n_live: live rows; total_len: their tokens.
     """
 
     terms: list[str]
     df: Ints
-    first_row: Ints
     n_live: int
     total_len: int
 
     @classmethod
-    def of(cls, index: BM25Index, global_rows: npt.ArrayLike) -> ShardCounts:
-        """The counts of ``index``, whose row ``i`` is row ``global_rows[i]`` of the whole."""
+    def of(cls, index: BM25Index) -> ShardCounts:
+        """The counts of ``index``'s live rows."""
         corpus = index.corpus()
-        postings = corpus.postings()  # live rows only, rows ascending within a term
+        postings = corpus.postings()  # live rows only
         df = np.diff(postings.indptr)
         present = np.flatnonzero(df > 0)
-        first_local = postings.docs[postings.indptr[present]]
-        rows = np.asarray(global_rows, dtype=np.int64)
         terms = corpus.vocab.terms
         return cls(
             [terms[i] for i in present.tolist()],
             df[present].astype(np.int64),
-            rows[first_local],
             corpus.n_live,
             corpus.total_len,
         )
@@ -84,12 +74,12 @@ class ShardCounts:
 
 @dataclass(frozen=True)
 class GlobalStats:
-    """The statistics every shard scores with: what one index over all rows would count.
+    """The statistics every segment scores with: what one index over all live rows counts.
 
     Attributes:
         n_live: rows in the whole index (BM25's ``N``).
         total_len: their tokens (``avgdl = total_len / n_live``).
-        terms: every term, numbered as one index over all rows numbers them.
+        terms: every term, sorted (the canonical order, see the module docstring).
         df: document frequency of each term, aligned with ``terms``.
     """
 
@@ -100,35 +90,20 @@ class GlobalStats:
 
     @classmethod
     def merge(cls, shards: Sequence[ShardCounts]) -> GlobalStats:
-        """Add up the shards' counts (the shards hold disjoint rows)."""
+        """Add up the segments' counts (the segments hold disjoint rows)."""
         n_live = sum(s.n_live for s in shards)
         total_len = sum(s.total_len for s in shards)
-        # One dict numbers the distinct terms (a probe per shard term: far cheaper than
-        # sorting the terms as strings).
-        numbers: dict[str, int] = {}
-        number = numbers.setdefault
-        inverse = np.concatenate(
-            [np.zeros(0, np.int64)]
-            + [
-                np.fromiter((number(t, len(numbers)) for t in s.terms), np.int64, len(s.terms))
-                for s in shards
-            ]
-        )
-        if len(inverse) == 0:
-            return cls(n_live, total_len, [], np.zeros(0, np.int64))
-        unique = np.array(list(numbers), dtype=object)
-        df = np.concatenate([s.df for s in shards])
-        first = np.concatenate([s.first_row for s in shards])
-        local = np.concatenate([np.arange(len(s.terms), dtype=np.int64) for s in shards])
-        total_df = np.zeros(len(unique), np.int64)
-        np.add.at(total_df, inverse, df)
-        # Each term's first occurrence: the smallest (global row, id in that row's shard);
-        # a shard numbers the terms first seen in one row by their position in it.
-        order = np.lexsort((local, first, inverse))
-        sorted_terms = inverse[order]
-        head = order[np.r_[True, sorted_terms[1:] != sorted_terms[:-1]]]
-        rank = np.lexsort((local[head], first[head]))
-        return cls(n_live, total_len, unique[rank].tolist(), total_df[rank])
+        totals: dict[str, int] = {}
+        for s in shards:
+            if not totals:
+                totals = dict(zip(s.terms, s.df.tolist(), strict=True))
+                continue
+            get = totals.get
+            for term, df in zip(s.terms, s.df.tolist(), strict=True):
+                totals[term] = get(term, 0) + df
+        terms = sorted(totals)
+        df_sorted = np.fromiter((totals[t] for t in terms), np.int64, len(terms))
+        return cls(n_live, total_len, terms, df_sorted)
 
     def idf(self, *, variant: Any, epsilon: float) -> tuple[np.ndarray, bool, int]:
         """:func:`~indexes._bm25_math.compute_idf` over every term, in the global order."""
@@ -136,50 +111,17 @@ class GlobalStats:
         np.cumsum(self.df, out=indptr[1:])
         return compute_idf(indptr, self.n_live, variant=variant, epsilon=epsilon)
 
-    def to_json(self) -> dict[str, Any]:
-        """A JSON object (``terms`` and ``df`` as parallel lists)."""
-        return {
-            "n_live": self.n_live,
-            "total_len": self.total_len,
-            "terms": self.terms,
-            "df": self.df.tolist(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Any, path: str | Path) -> GlobalStats:
-        """Read :meth:`to_json`'s output back, checked.
-
-        Raises:
-            IndexLoadError: a malformed object (naming ``path``).
-        """
-        try:
-            terms, df = data["terms"], np.asarray(data["df"], dtype=np.int64)
-            n_live, total_len = int(data["n_live"]), int(data["total_len"])
-            ok = (
-                isinstance(terms, list)
-                and all(isinstance(t, str) for t in terms)
-                and df.shape == (len(terms),)
-                and bool(np.all(df > 0))
-                and n_live >= 0
-                and total_len >= 0
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexLoadError(path, f"invalid global BM25 statistics ({exc})") from exc
-        if not ok or len(set(terms)) != len(terms):
-            raise IndexLoadError(path, "invalid global BM25 statistics")
-        return cls(n_live, total_len, terms, df)
-
 
 class GlobalStatsBM25(BM25Index):
-    """A shard's :class:`~indexes.bm25.BM25Index` scoring with global statistics.
+    """A segment's :class:`~indexes.bm25.BM25Index` scoring with collection statistics.
 
-    Searches and scores like any BM25 index (rows are the shard's own); changing it would
-    make its statistics disagree with the other shards', so ``add`` and ``delete`` refuse.
+    Searches and scores like any BM25 index (rows are the segment's own); changing it would
+    make its statistics disagree with the other segments', so ``add`` and ``delete`` refuse.
     """
 
     def add(self, items: Sequence[Any]) -> np.ndarray:
-        """Refused: change a sharded index through its writer."""
-        msg = "a shard's BM25 scores with global statistics: update the sharded index instead"
+        """Refused: change an index through its writer."""
+        msg = "a segment's BM25 scores with collection statistics: update the index instead"
         raise IndexStateError(msg)
 
     def delete(self, rows: Sequence[int] | np.ndarray) -> None:
@@ -252,34 +194,3 @@ def _scored_shard(
     return GlobalStatsBM25.from_arrays(
         vocab, arrays, idf=idf, tokenizer=template.tokenizer, **settings
     )
-
-
-def save_scored(shard: GlobalStatsBM25, directory: Path) -> list[str]:
-    """Write ``shard``'s postings and weights (global term ids) as ``.npy`` files in
-    ``directory`` (created); returns their names."""
-    directory.mkdir(parents=True, exist_ok=True)
-    arrays = shard.arrays()
-    for name, dtype in ARRAYS.items():
-        save_npy(directory / f"{name}.npy", np.asarray(arrays[name], dtype=dtype))
-    return [f"{name}.npy" for name in ARRAYS]
-
-
-def load_scored(
-    directory: Path,
-    template: BM25Index,
-    vocab: Vocabulary,
-    idf: tuple[np.ndarray, bool, int],
-    n_rows: int,
-) -> GlobalStatsBM25:
-    """Map what :func:`save_scored` wrote, as a shard of ``n_rows`` rows scoring like
-    ``template`` (tokenizer, variant, parameters) with the global ``vocab`` and ``idf``.
-
-    The files' SHA-256 are those the sealed top manifest lists (checked when it is read);
-    here their dtypes, shapes and pointers are checked, not every posting, which would bring
-    every page of the mapping into memory.
-
-    Raises:
-        IndexLoadError: a missing file, or one that does not fit the others (named).
-    """
-    arrays = load_arrays(directory, len(vocab), n_rows, mmap=True, read_postings=False)
-    return _scored_shard(template, arrays, vocab, idf)

@@ -1,12 +1,11 @@
-"""Chunks read on demand, for shards: a shard's chunk store mapped, and a sharded index's rows.
+"""Chunks read on demand: a large segment's chunk store mapped, and a version's live rows.
 
 A search needs the chunks of its hits, not all of them. Parsed, a chunk costs some two
 kilobytes of Python objects, so holding every chunk of ten million makes opening an index
-cost tens of gigabytes. A shard therefore maps its ``chunks.jsonl`` (:class:`ChunkFile`): it
+cost tens of gigabytes. A large segment therefore maps its ``chunks.jsonl`` (:class:`ChunkFile`): it
 keeps where each line starts (8 bytes a row) and parses a line when asked for it. The file
 is the one the version's sealed manifest checked the SHA-256 of at open, so what it parses
-is what was written. :class:`ShardedChunks` gives a sharded index's rows in global order
-from its shards' (the shard and the shard's row of each global row: 12 bytes a row).
+is what was written. :class:`LiveChunks` gives a version's live rows from its segments'.
 
 Going over every chunk (a filter on metadata, or the first fusion's chunk keys) parses
 every line once per pass: slower than a list, but in constant memory.
@@ -22,6 +21,7 @@ from typing import overload
 
 import numpy as np
 
+from ragtools.indexes.segments import LiveRows
 from ragtools.indexes.store import chunk_of_line
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import IndexLoadError
@@ -90,34 +90,27 @@ class ChunkFile(_Rows):
             raise IndexLoadError(self.path, msg) from exc
 
 
-class ShardedChunks(_Rows):
-    """A sharded index's chunks in global row order, read from its shards' chunks.
+class LiveChunks(_Rows):
+    """The live chunks of a version, segment after segment (:class:`indexes.segments.LiveRows`),
+    read from the segments' chunk sequences."""
 
-    Args:
-        parts: each shard's chunks and the global row of each of them.
-
-    Raises:
-        IndexLoadError: the shards' rows do not cover ``0 .. n-1`` exactly once.
-    """
-
-    def __init__(self, parts: Sequence[tuple[Sequence[Chunk], np.ndarray]], where: str) -> None:
-        self._parts = [chunks for chunks, _ in parts]
-        n = sum(len(rows) for _, rows in parts)
-        self._owner = np.full(n, -1, np.int32)
-        self._local = np.zeros(n, np.int64)
-        try:
-            for number, (_, rows) in enumerate(parts):
-                if np.any(self._owner[rows] >= 0):
-                    raise IndexError(number)
-                self._owner[rows] = number
-                self._local[rows] = np.arange(len(rows), dtype=np.int64)
-        except IndexError:
-            raise IndexLoadError(where, "the shards' rows do not cover the index") from None
-        if np.any(self._owner < 0):
-            raise IndexLoadError(where, "the shards' rows do not cover the index")
+    def __init__(self, parts: Sequence[Sequence[Chunk]], live: LiveRows) -> None:
+        self._parts = list(parts)
+        self._live = live
 
     def __len__(self) -> int:
-        return len(self._owner)
+        return len(self._live)
 
     def _row(self, row: int) -> Chunk:
-        return self._parts[int(self._owner[row])][int(self._local[row])]
+        offsets = self._live.offsets
+        segment = int(np.searchsorted(offsets, row, side="right")) - 1
+        local = self._live.local[segment][row - int(offsets[segment])]
+        return self._parts[segment][int(local)]
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for part, local in zip(self._parts, self._live.local, strict=True):
+            if len(local) == len(part):
+                yield from part
+            else:
+                for row in local.tolist():
+                    yield part[row]

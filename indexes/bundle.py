@@ -6,37 +6,53 @@ Build once offline, open anywhere::
     index = Index.open("my-index")                       # verify checksums, load (mmap)
     index.update()                                       # re-parse only changed files
 
-``Index`` only reads. Every change (build, update, add, delete) goes through
-:class:`~indexes.writer.IndexWriter`, which writes a complete new version directory, switches
-the ``CURRENT`` pointer atomically (:mod:`indexes.versions`) and then hands the new
-:class:`IndexState` to the ``Index`` objects it was given. A state is immutable, so a search
-that took one state sees one version's chunks and rankings from start to end, whatever a
-writer does meanwhile. Nothing is pickled: chunks are JSON lines, BM25 is JSON + ``.npy``,
-vectors are faiss's own format, and every file's SHA-256 is in ``manifest.json``
-(:mod:`indexes.manifest` holds its schema and migrations).
+A version is a list of immutable segments plus deleted rows (:mod:`indexes.segments`); one
+``Index`` reads any number of them, on one machine or placed in shards, and searches them as
+one index: BM25 with the statistics of all live rows, every ranking merged with one tie rule
+(score, then chunk key). ``Index`` only reads. Every change (build, update, add, delete,
+merge) goes through :class:`~indexes.writer.IndexWriter`, which writes new segments and a new
+version, switches the ``CURRENT`` pointer atomically (:mod:`indexes.versions`) and then hands
+the new :class:`IndexState` to the ``Index`` objects it was given. A state is immutable, so a
+search that took one state sees one version's chunks and rankings from start to end,
+whatever a writer does meanwhile. Nothing is pickled: chunks are JSON lines, BM25 is JSON +
+``.npy``, vectors are faiss's own format, and every file's SHA-256 is in a manifest
+(:mod:`indexes.manifest` holds the schemas and the migrations of older layouts).
 """
 
 from __future__ import annotations
 
 import hashlib
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._chunk_file import ChunkFile
-from ragtools.indexes._persist import read_manifest
+from ragtools.indexes._bm25_global import GlobalStats, ShardCounts, with_global_stats
+from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes._chunk_file import ChunkFile, LiveChunks
+from ragtools.indexes._persist import read_manifest, sha256_file
 from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.doc_texts import DocumentTexts
+from ragtools.indexes.doc_texts import ChainedTexts, DocumentTexts
 from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache
-from ragtools.indexes.manifest import DOCUMENT_TEXTS, FORMAT, FORMAT_VERSION, migrate
-from ragtools.indexes.ranking import Ranking, allow_mask
+from ragtools.indexes.manifest import (
+    DOCUMENT_TEXTS,
+    FORMAT,
+    FORMAT_VERSION,
+    VERSION_FORMAT,
+    VERSION_FORMAT_VERSION,
+    VERSION_MANIFEST,
+    legacy_segments,
+    migrate,
+)
+from ragtools.indexes.ranking import Mask, Ranking, Rows, allow_mask, check_k
+from ragtools.indexes.segments import LiveRows, SegmentEntry, merged_top, read_deleted
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.store import read_chunks
 from ragtools.indexes.versions import VersionPin, current_version, pin_version, reading
@@ -75,11 +91,32 @@ class IndexState:
     vector: WindowedVectorIndex | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     texts: Mapping[str, str] | None = None
+    keys: LiveKeys | None = None
+    stats: GlobalStats | None = None
+    """The BM25 collection statistics of the version's live rows."""
+    entries: Sequence[SegmentEntry] = ()
+    """The version's segments, in row order."""
+    parts: Sequence[IndexState | None] = ()
+    """Each segment's own contents (``None``: held elsewhere, e.g. by a Ray actor)."""
+    deleted: Sequence[npt.NDArray[np.bool_]] = ()
+    """Each segment's deleted rows."""
+
+    def with_search(self, search: Sequence[SegmentPart]) -> IndexState:
+        """This state searching ``search`` (e.g. Ray actors, one per shard) instead of the
+        segments it holds."""
+        return segmented_state(
+            self.settings, self.parts, self.deleted, self.manifest, self.entries, search,
+            self.stats,
+        )  # fmt: skip
 
     @cached_property
     def chunk_keys(self) -> npt.NDArray[np.int64]:
         """A 64-bit key per row derived from its chunk id (BLAKE2b), so that rankings of
-        different indexes can be fused by chunk id with integer arrays."""
+        different indexes can be fused by chunk id with integer arrays, and ties are
+        ordered alike whatever the history of the index (:mod:`indexes.segments`). Index it
+        with row ids (a version's keys are computed for the rows asked: :class:`LiveKeys`)."""
+        if self.keys is not None:
+            return cast(npt.NDArray[np.int64], self.keys)
         return chunk_keys_of(self.chunks)
 
     def keyword_ranking(self, query: str, k: int, allow: object = None) -> Ranking:
@@ -96,6 +133,210 @@ class IndexState:
             msg = "this index was built without the vector half (--no-vector)"
             raise IndexStateError(msg)
         return self.vector.search(query, k, allow_mask(allow, len(self.chunks)))
+
+
+class SegmentPart(Protocol):
+    """A group of a version's segments that answers its own top ``depth`` in live rows:
+    one segment in this process, or a shard's segments in a Ray actor
+    (:mod:`indexes.ray_shards`)."""
+
+    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
+        """BM25 top ``depth`` (any tie order) among the allowed live rows."""
+        ...
+
+    def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
+        """Vector top ``depth`` (any tie order) among the allowed live rows."""
+        ...
+
+
+class LocalSegment:
+    """One segment held in this process (``state`` ``None``: held elsewhere)."""
+
+    def __init__(self, number: int, state: IndexState | None, live: LiveRows) -> None:
+        self.number, self.state, self.live = number, state, live
+        self.empty = state is None or len(live.local[number]) == 0
+
+    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
+        if self.empty or self.state is None or self.state.bm25 is None:
+            return Ranking.empty()
+        local = self.live.segment_mask(self.number, allow)
+        found = self.state.bm25.search(tokens, depth, local)
+        return Ranking(self.live.to_live(self.number, found.rows), found.scores)
+
+    def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
+        if self.empty or self.state is None or self.state.vector is None:
+            return Ranking.empty()
+        local = self.live.segment_mask(self.number, allow)
+        found = self.state.vector.search(query, depth, local)
+        return Ranking(self.live.to_live(self.number, found.rows), found.scores)
+
+
+class SegmentedBM25:
+    """The keyword half of a version: :class:`~indexes.bm25.BM25Index`'s ``search`` over
+    the version's live rows. Each segment scores with the collection's statistics; the
+    parts' answers are merged by :func:`~indexes.segments.merged_top` (ties by chunk key).
+    Parts are searched in a thread each (numpy releases the GIL in the gathers and sums)."""
+
+    def __init__(
+        self, parts: Sequence[SegmentPart], view: _SegmentView, template: BM25Index
+    ) -> None:
+        self.parts = list(parts)
+        self._view = view
+        self.params = template.params
+        self.tokenizer = template.tokenizer
+
+    def __len__(self) -> int:
+        return self._view.n_live
+
+    def search(self, query: str | Sequence[str], k: int = 10, allow: object = None) -> Ranking:
+        """The ``k`` best live rows for ``query`` among those allowed (see
+        :func:`~indexes.ranking.allow_mask`)."""
+        k = check_k(k)
+        view = self._view
+        if view.n_live == 0:
+            msg = "the BM25 index has no live rows: add documents before searching"
+            raise IndexStateError(msg)
+        mask = allow_mask(allow, view.n_live)
+        tokens = self.tokenizer(query) if isinstance(query, str) else query
+
+        def call(part: SegmentPart) -> Callable[[int], Ranking]:
+            return lambda depth: part.keyword(tokens, depth, mask)
+
+        return view.top([call(p) for p in self.parts], k)
+
+
+class SegmentedVectors:
+    """The vector half of a version, as :class:`SegmentedBM25` is the keyword half. Parts
+    are scanned in the calling thread: each scan is a BLAS product that BLAS already spreads
+    over the cores, and threads on top of it oversubscribe them."""
+
+    def __init__(self, parts: Sequence[SegmentPart], view: _SegmentView, size: int) -> None:
+        self.parts = list(parts)
+        self._view = view
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def search(self, query: npt.ArrayLike, k: int, allow: object = None) -> Ranking:
+        """The ``k`` nearest live rows to an embedded query among those allowed."""
+        k = check_k(k)
+        view = self._view
+        mask = allow_mask(allow, view.n_live)
+
+        def call(part: SegmentPart) -> Callable[[int], Ranking]:
+            return lambda depth: part.vector(query, depth, mask)
+
+        return view.top([call(p) for p in self.parts], k, threads=False)
+
+
+class _SegmentView:
+    """What both halves of a version share: the number of live rows, the chunk keys, and
+    the threads that search the parts."""
+
+    def __init__(self, n_live: int, keys: Callable[[Rows], Rows]) -> None:
+        self.n_live = n_live
+        self.keys = keys
+        self._pool: ThreadPoolExecutor | None = None
+
+    def top(
+        self, calls: Sequence[Callable[[int], Ranking]], k: int, *, threads: bool = True
+    ) -> Ranking:
+        """:func:`merged_top` over the parts (``calls[i](depth)``)."""
+        n = len(calls)
+        if threads and n > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(min(n, 8), thread_name_prefix="segment")
+            first = list(self._pool.map(lambda call: call(k), calls))
+            return merged_top(n, lambda s, d: first[s] if d == k else calls[s](d), self.keys, k)
+        return merged_top(n, lambda s, d: calls[s](d), self.keys, k)
+
+
+class LiveKeys:
+    """The chunk keys of a version's live rows (:attr:`IndexState.chunk_keys`), indexed like
+    an array. A segment whose chunks are in memory has its keys computed once, on first use;
+    one whose chunks stay in their file (:data:`LAZY_ROWS`) has the keys of the rows asked
+    computed when asked: all of them would parse every chunk, when a query needs the keys of
+    its candidates only."""
+
+    def __init__(self, parts: Sequence[Sequence[Chunk]], live: LiveRows) -> None:
+        self._parts = list(parts)
+        self._live = live
+        self._keys: list[npt.NDArray[np.int64] | None] = [None] * len(parts)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def _segment_keys(self, segment: int, local: Rows) -> npt.NDArray[np.int64]:
+        part = self._parts[segment]
+        if isinstance(part, ChunkFile):
+            return chunk_keys_of(part[int(row)] for row in local.tolist())
+        keys = self._keys[segment]
+        if keys is None:
+            keys = self._keys[segment] = chunk_keys_of(part)
+        return keys[local]
+
+    def __getitem__(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        wanted = np.asarray(rows, dtype=np.int64)
+        flat = wanted.reshape(-1)
+        if len(flat) and (flat.min() < 0 or flat.max() >= len(self._live)):
+            msg = "chunk key row out of range"
+            raise IndexError(msg)
+        out = np.empty(len(flat), np.int64)
+        offsets = self._live.offsets
+        segments = np.searchsorted(offsets, flat, side="right") - 1
+        for segment in np.unique(segments).tolist():
+            at = np.flatnonzero(segments == segment)
+            local = self._live.local[segment][flat[at] - offsets[segment]]
+            out[at] = self._segment_keys(segment, local)
+        return out.reshape(wanted.shape)
+
+
+def segmented_state(
+    settings: IndexSettings,
+    parts: Sequence[IndexState | None],
+    deleted: Sequence[npt.NDArray[np.bool_]],
+    manifest: dict[str, Any],
+    entries: Sequence[SegmentEntry],
+    search: Sequence[SegmentPart] | None = None,
+    stats: GlobalStats | None = None,
+) -> IndexState:
+    """The state a search sees: the live chunks of every segment, and merged halves.
+
+    ``parts[i]`` is ``None`` for a segment this process does not hold (a Ray actor's state
+    holds its shard's segments only); ``search`` replaces the local segments as the parts
+    searched (Ray actors).
+    """
+    live = LiveRows(deleted)
+    held = [p for p in parts if p is not None]
+    chunk_parts: list[Sequence[Chunk]] = [p.chunks if p is not None else [] for p in parts]
+    if len(parts) == 1 and held and not deleted[0].any():
+        chunks: Sequence[Chunk] = held[0].chunks
+    else:
+        chunks = LiveChunks(chunk_parts, live)
+    keys = LiveKeys(chunk_parts, live)
+    view = _SegmentView(len(live), keys.__getitem__)
+    groups: Sequence[SegmentPart] = search or [
+        LocalSegment(i, p, live) for i, p in enumerate(parts)
+    ]
+    bm25 = vector = None
+    bm25_halves = [p.bm25 for p in held if p.bm25 is not None]
+    if settings.keyword and bm25_halves:
+        bm25 = cast(BM25Index, SegmentedBM25(groups, view, bm25_halves[0]))
+    if settings.vector and any(p.vector is not None for p in held):
+        size = 0  # live vectors: a chunk has one per window
+        for part, mask in zip(parts, deleted, strict=True):
+            if part is not None and part.vector is not None:
+                owners = part.vector.owners
+                size += int((~mask).sum() if owners is None else (~mask[owners]).sum())
+        vector = cast(WindowedVectorIndex, SegmentedVectors(groups, view, size))
+    stored = [p.texts for p in held if p.texts is not None]
+    texts = ChainedTexts(stored) if stored else None
+    summary = dict(manifest)
+    summary["segments"] = [e.to_json() for e in entries]
+    return IndexState(
+        settings, chunks, bm25, vector, summary, texts, keys, stats, entries, parts, deleted
+    )
 
 
 class Index:
@@ -137,7 +378,7 @@ class Index:
     @property
     def base_embedder(self) -> Embedder | None:
         """The embedder given when this index was opened (``None``: the one its manifest
-        names, loaded on first use); writers of new versions and shards reuse it."""
+        names, loaded on first use); writers of new versions reuse it."""
         return self._base_embedder
 
     def close(self) -> None:
@@ -202,29 +443,15 @@ class Index:
     # ----------------------------------------------------------------- entry points
     @classmethod
     def build(cls, sources: Sequence[str | Path], path: str | Path, **options: Any) -> Index:
-        """Parse, split and index ``sources``; see :meth:`IndexWriter.build` (with
-        ``shards=N``: :func:`~indexes.shard_writer.build_sharded`)."""
+        """Parse, split and index ``sources``; see :meth:`IndexWriter.build`."""
         from ragtools.indexes.writer import IndexWriter
-
-        shards = options.pop("shards", None)
-        if shards is not None:
-            from ragtools.indexes.shard_writer import build_sharded
-
-            return build_sharded(sources, path, shards=shards, **options)
 
         return IndexWriter.build(sources, path, **options)
 
     @classmethod
     def from_documents(cls, documents: Any, path: str | Path, **options: Any) -> Index:
-        """Index already-parsed documents; see :meth:`IndexWriter.from_documents` (with
-        ``shards=N``: :func:`~indexes.shard_writer.documents_sharded`)."""
+        """Index already-parsed documents; see :meth:`IndexWriter.from_documents`."""
         from ragtools.indexes.writer import IndexWriter
-
-        shards = options.pop("shards", None)
-        if shards is not None:
-            from ragtools.indexes.shard_writer import documents_sharded
-
-            return documents_sharded(documents, path, shards=shards, **options)
 
         return IndexWriter.from_documents(documents, path, **options)
 
@@ -240,8 +467,7 @@ class Index:
     def open(
         cls, path: str | Path, *, mmap: bool = True, embedder: Embedder | None = None
     ) -> Index:
-        """Open the live version of an index, verifying its format and every checksum; a
-        sharded index opens as a :class:`~indexes.shards.ShardedIndex`.
+        """Open the live version of an index, verifying its format and every checksum.
 
         Args:
             path: the index directory.
@@ -346,14 +572,43 @@ class Index:
         vector = self.embedder.embed_query(query) if isinstance(query, str) else query
         return self.state.vector_ranking(vector, k, allow).pairs()
 
+    @property
+    def segments(self) -> list[SegmentEntry]:
+        """The segments of the live version, in row order (see :mod:`indexes.segments`)."""
+        where = self.version_dir or self.path
+        return [SegmentEntry.from_json(s, where) for s in self.manifest.get("segments", [])]
+
+    @property
+    def n_shards(self) -> int:
+        """How many worker groups the segments are placed in (1: not sharded)."""
+        shards = self.manifest.get("shards")
+        if isinstance(shards, list):  # a sharded index written before segments
+            return len(shards)
+        return int(shards or 1)
+
     def info(self) -> dict[str, Any]:
-        """A JSON summary for ``rag info``: version, counts, settings, model, failures.
+        """A JSON summary for ``rag info``: version, counts, segments, settings, model,
+        failures.
 
         ``bm25`` is the keyword half's parameters in effect (variant, k1, b, k3, tokenizer):
         empty ``settings.bm25`` means the defaults of the version that built the index.
         """
         keys = ("format", "format_version", "package_version", "created", "counts", "settings")
         summary = {key: self.manifest.get(key) for key in keys}
+        segments = self.segments
+        counts = dict(summary.get("counts") or {})
+        counts["chunks"] = len(self.chunks)
+        counts["segments"] = len(segments)
+        counts["deleted_rows"] = sum(s.n_deleted for s in segments)
+        counts["vectors"] = len(self.vector) if self.vector is not None else 0
+        counts["documents"] = len({c.doc_id for c in self.chunks})
+        if self.n_shards > 1:
+            counts["shards"] = self.n_shards
+        summary["counts"] = counts
+        summary["segments"] = [
+            {"name": s.name, "shard": s.shard, "rows": s.rows, "deleted": s.n_deleted}
+            for s in segments
+        ]
         summary["path"] = str(self.path)
         summary["bm25"] = self.bm25.params if self.bm25 is not None else None
         summary["embedder"] = self.manifest.get("embedder")
@@ -373,16 +628,134 @@ def open_version(
     Raises:
         IndexLoadError: a missing, damaged or tampered file (named in the message).
     """
-    if (directory / "shards.json").is_file():
-        from ragtools.indexes.shards import ShardedIndex, read_sharded
-
-        state, shards = read_sharded(root, directory, mmap=mmap)
-        return ShardedIndex(root, state, shards, version_dir=directory, embedder=embedder)
     try:
-        state = load_state(directory, mmap=mmap)
+        state = read_version(root, directory, mmap=mmap)
     except OSError as exc:
         raise IndexLoadError(directory, f"unreadable ({exc})") from exc
     return Index(root, state, embedder=embedder, version_dir=directory)
+
+
+LAZY_ROWS = 200_000
+"""A segment of more rows keeps its chunks in its mapped file, parsed when read
+(:class:`~indexes._chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
+
+
+def version_entries(root: Path, directory: Path) -> tuple[dict[str, Any], list[SegmentEntry]]:
+    """The version manifest (current schema) and the segments of a version folder.
+
+    Raises:
+        IndexLoadError: a missing or damaged manifest, or a malformed segment list (named).
+    """
+    if not (directory / VERSION_MANIFEST).is_file():
+        return legacy_segments(root, directory)
+    manifest = read_manifest(
+        directory,
+        VERSION_MANIFEST,
+        fmt=VERSION_FORMAT,
+        version=VERSION_FORMAT_VERSION,
+        sealed=True,
+    )
+    where = directory / VERSION_MANIFEST
+    segments = manifest.get("segments")
+    if not isinstance(segments, list):
+        raise IndexLoadError(where, "invalid or missing segments")
+    entries = [SegmentEntry.from_json(s, where) for s in segments]
+    for entry in entries:
+        if entry.deleted is not None and entry.deleted not in manifest["files"]:
+            raise IndexLoadError(where, f"{entry.deleted} is not a listed file")
+    return manifest, entries
+
+
+def read_version(
+    root: Path,
+    directory: Path,
+    *,
+    mmap: bool = True,
+    shard: int | None = None,
+    stats: GlobalStats | None = None,
+) -> IndexState:
+    """Read and check one version and every segment it names; see :mod:`indexes.segments`.
+
+    ``shard`` reads only that shard's segments (a Ray actor's part), scoring BM25 with the
+    version's collection statistics ``stats`` as the whole index computed them.
+
+    Raises:
+        IndexLoadError: a missing, damaged or tampered file (named), or a segment other than
+            the one the version was written with.
+    """
+    manifest, entries = version_entries(root, directory)
+    where = directory / VERSION_MANIFEST
+    try:
+        settings = IndexSettings.model_validate(manifest["settings"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexLoadError(where, f"invalid settings ({exc})") from exc
+    _check_tracked(where, manifest)
+    parts: list[IndexState | None] = []
+    deleted: list[npt.NDArray[np.bool_]] = []
+    for entry in entries:
+        deleted.append(read_deleted(directory, entry))
+        if shard is not None and entry.shard != shard:
+            parts.append(None)
+            continue
+        parts.append(_read_segment(root, entry, mmap=mmap, where=where))
+    if settings.keyword:
+        parts, stats = _score_together(parts, entries, deleted, where, stats)
+    return segmented_state(settings, parts, deleted, manifest, entries, stats=stats)
+
+
+def _read_segment(root: Path, entry: SegmentEntry, *, mmap: bool, where: Path) -> IndexState:
+    segment_dir = root / entry.path
+    if not segment_dir.is_dir():
+        raise IndexLoadError(segment_dir, "the segment named by the version is missing")
+    part = load_state(segment_dir, mmap=mmap, lazy_chunks=mmap and entry.rows > LAZY_ROWS)
+    # After the segment's own checks, which name what is wrong inside a damaged segment.
+    pinned = entry.manifest_sha256
+    if pinned is not None and sha256_file(segment_dir / MANIFEST) != pinned:
+        msg = "not the segment this version was written with (manifest checksum differs)"
+        raise IndexLoadError(segment_dir / MANIFEST, msg)
+    if len(part.chunks) != entry.rows:
+        msg = f"segment {entry.name} has {len(part.chunks)} rows, the version says {entry.rows}"
+        raise IndexLoadError(where, msg)
+    return part
+
+
+def _score_together(
+    parts: list[IndexState | None],
+    entries: Sequence[SegmentEntry],
+    deleted: Sequence[npt.NDArray[np.bool_]],
+    where: Path,
+    stats: GlobalStats | None,
+) -> tuple[list[IndexState | None], GlobalStats | None]:
+    """The segments' BM25 halves scoring with the statistics of the version's live rows
+    (computed here unless ``stats`` gives them), and those statistics.
+
+    A version of one canonical segment without deletions scores with the weights as stored
+    (nothing is computed: opening a fresh index maps its arrays). Otherwise every segment's
+    postings are re-weighted in memory at open, in time and memory linear in the postings,
+    and nothing on disk changes: an update writes only its own segment, and the merge policy
+    (:mod:`indexes.writer`) keeps the number of segments small.
+    """
+    only = parts[0] if len(parts) == 1 else None
+    as_stored = stats is None and entries[0].canonical and not deleted[0].any()
+    if only is not None and only.bm25 is not None and as_stored:
+        return parts, GlobalStats.merge([ShardCounts.of(only.bm25)])
+    for part, mask in zip(parts, deleted, strict=True):
+        if part is not None and part.bm25 is not None and mask.any():
+            part.bm25.delete(np.flatnonzero(mask))
+    present = [p.bm25 for p in parts if p is not None and p.bm25 is not None]
+    if not present:
+        return parts, stats
+    if stats is None:
+        stats = GlobalStats.merge([ShardCounts.of(b) for b in present])
+    vocab = Vocabulary(stats.terms)
+    idf = stats.idf(variant=present[0].variant, epsilon=present[0].epsilon)
+    scored = [
+        p
+        if p is None or p.bm25 is None
+        else replace(p, bm25=with_global_stats(p.bm25, stats, vocab, idf, where=where))
+        for p in parts
+    ]
+    return scored, stats
 
 
 _FAILURE_KEYS = {"path", "error", "message"}
@@ -405,15 +778,11 @@ def _check_tracked(path: Path, manifest: dict[str, Any]) -> None:
         raise IndexLoadError(path, "invalid or missing counts")
 
 
-def load_state(
-    directory: Path, *, mmap: bool, lazy_chunks: bool = False, keyword: bool = True
-) -> IndexState:
-    """Read and check one version directory (manifest first, then every half).
+def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> IndexState:
+    """Read and check one segment (a bundle: manifest first, then every half).
 
-    ``lazy_chunks`` maps the chunk store and parses a chunk when read (a shard's, so that a
-    sharded index's memory does not grow with its chunks; see :mod:`indexes._chunk_file`).
-    ``keyword=False`` leaves the BM25 half unread (a shard's: the top version holds it scored
-    with the global statistics); its files' checksums are still verified.
+    ``lazy_chunks`` maps the chunk store and parses a chunk when read (a large segment's, so
+    that memory does not grow with its chunks; see :mod:`indexes._chunk_file`).
     """
     manifest = migrate(
         read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True)
@@ -428,7 +797,7 @@ def load_state(
     if expected != len(chunks):
         msg = f"row counts disagree: manifest says {expected}, {CHUNKS} has {len(chunks)}"
         raise IndexLoadError(directory, msg)
-    bm25 = BM25Index.load(directory / "bm25", mmap=mmap) if settings.keyword and keyword else None
+    bm25 = BM25Index.load(directory / "bm25", mmap=mmap) if settings.keyword else None
     if bm25 is not None and len(bm25) != len(chunks):
         msg = f"row counts disagree: {len(chunks)} chunks, {len(bm25)} BM25 rows"
         raise IndexLoadError(directory / "bm25", msg)

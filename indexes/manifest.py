@@ -28,13 +28,44 @@ History:
   index opens with ``document_texts`` ``null``: expansion then stitches passages from the
   chunks (:mod:`retrieval.expand`), and each later change stores the texts of the documents
   it parses.
+
+A bundle's format is also the format of a **segment**. Since segments exist, a version folder
+holds ``version.json`` (format ``"ragtools-version"``, :data:`VERSION_FORMAT_VERSION`): the
+settings, what the index tracks, and its segments (:mod:`indexes.segments`). Folders written
+before open through :func:`legacy_segments`, the one place older layouts are read:
+
+* a version folder with a bundle's ``manifest.json`` (format 1 to 4): one segment, the folder
+  itself, no deleted rows;
+* a sharded top version (``shards.json``, sharded formats 1 and 2): one segment per shard,
+  the shard version it names (``shards/shard-NNN/versions/v-N``), pinned by its manifest's
+  SHA-256 when the top version recorded it.
+
+Either way the version manifest is the old manifest's tracked keys, and the first change
+writes the current layout (every live row into new segments; nothing is embedded again, the
+embedding cache has the vectors).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-__all__ = ["DOCUMENT_TEXTS", "FORMAT", "FORMAT_VERSION", "OWNERS_FILE", "SOURCE_ROOT", "migrate"]
+from ragtools.indexes._persist import read_json, read_manifest, sha256_file
+from ragtools.indexes.segments import SegmentEntry
+from ragtools.parsers.errors import IndexLoadError
+
+__all__ = [
+    "DOCUMENT_TEXTS",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "OWNERS_FILE",
+    "SOURCE_ROOT",
+    "VERSION_FORMAT",
+    "VERSION_FORMAT_VERSION",
+    "VERSION_MANIFEST",
+    "legacy_segments",
+    "migrate",
+]
 
 FORMAT = "ragtools-index"
 FORMAT_VERSION = 4
@@ -44,6 +75,13 @@ DOCUMENT_TEXTS = "document_texts"
 """Manifest key of the folder of document texts (``null``: none stored, before format 4)."""
 OWNERS_FILE = "vector_owners.npy"
 """Chunk row of every vector row; written only when some chunk has several windows."""
+VERSION_MANIFEST = "version.json"
+VERSION_FORMAT = "ragtools-version"
+VERSION_FORMAT_VERSION = 1
+BUNDLE_MANIFEST = "manifest.json"
+_SHARDS_MANIFEST = "shards.json"
+_SHARDED_FORMAT = "ragtools-sharded-index"
+_SHARDED_FORMAT_VERSION = 2
 
 
 def migrate(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -61,3 +99,49 @@ def migrate(manifest: dict[str, Any]) -> dict[str, Any]:
         out[DOCUMENT_TEXTS] = None
         out["format_version"] = 4
     return out
+
+
+def legacy_segments(root: Path, directory: Path) -> tuple[dict[str, Any], list[SegmentEntry]]:
+    """The version manifest and segments of a version folder written before segments.
+
+    Raises:
+        IndexLoadError: neither layout, or a damaged manifest (named).
+    """
+    if (directory / _SHARDS_MANIFEST).is_file():
+        top = read_manifest(
+            directory,
+            _SHARDS_MANIFEST,
+            fmt=_SHARDED_FORMAT,
+            version=_SHARDED_FORMAT_VERSION,
+            sealed=True,
+        )
+        entries = []
+        try:
+            for number, shard in enumerate(top["shards"]):
+                if shard["version"] is None:
+                    continue
+                path = f"shards/shard-{number:03d}/versions/{shard['version']}"
+                rows = _bundle_rows(root / path)
+                entries.append(SegmentEntry(path, number, shard.get("manifest_sha256"), rows))
+        except (KeyError, TypeError) as exc:
+            raise IndexLoadError(directory / _SHARDS_MANIFEST, f"invalid shards ({exc})") from exc
+        return top, entries
+    if not (directory / BUNDLE_MANIFEST).is_file():
+        raise IndexLoadError(directory, f"no {VERSION_MANIFEST} in the version folder")
+    manifest = migrate(
+        read_manifest(directory, BUNDLE_MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True)
+    )
+    path = directory.relative_to(root).as_posix()
+    rows = _bundle_rows(directory)
+    return manifest, [SegmentEntry(path, 0, sha256_file(directory / BUNDLE_MANIFEST), rows)]
+
+
+def _bundle_rows(directory: Path) -> int:
+    manifest = directory / BUNDLE_MANIFEST
+    if not directory.is_dir():
+        raise IndexLoadError(directory, "the segment named by the version is missing")
+    data = read_json(manifest)
+    try:
+        return int(data["counts"]["chunks"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexLoadError(manifest, "invalid or missing counts") from exc

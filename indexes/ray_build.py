@@ -9,13 +9,13 @@ retries it the same way on a local cluster and on a real one:
    build does per file), one row of chunks per file;
 3. ``map_batches`` with a class: an actor pool embeds the chunks' windows. Each actor asks for
    a GPU when the cluster has GPUs, else a CPU; the embedder is built once per actor;
-4. ``groupby("shard").map_groups``: one task per shard writes the shard's bundle (BM25 and
+4. ``groupby("shard").map_groups``: one task per shard writes the shard's segment (BM25 and
    the vectors the pool computed) to the index directory, a path every node must reach,
-   and returns what the driver merges: the shard's version and counts, as JSON.
+   and returns the segment's entry, as JSON.
 
-The driver then merges the global statistics and writes the top manifest, as after a local
-build (:func:`indexes.shard_writer.finish`). The shards' files are the same as a local
-build's: same chunks, same BM25 arrays, vectors from the same embedder.
+The driver then writes the version that names the segments, as after a local build
+(:meth:`indexes.writer.IndexWriter.commit`). The segments are the same as a local build's:
+same chunks, same BM25 arrays, vectors from the same embedder.
 """
 
 from __future__ import annotations
@@ -23,24 +23,24 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import ShardCounts
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.embed_cache import text_key
+from ragtools.indexes.segments import SegmentEntry
 from ragtools.indexes.settings import IndexSettings
-from ragtools.indexes.shard_writer import BuiltShard, ShardWork, chunk_units, commit_shard
-from ragtools.indexes.sources import fingerprint, parse_files
+from ragtools.indexes.sources import parse_files
 from ragtools.indexes.windows import split_windows
-from ragtools.parsers import Chunk, FileError
+from ragtools.indexes.writer import write_shard_segment
+from ragtools.parsers import Chunk, FileError, split
 from ragtools.parsers.document import json_text
 
-__all__ = ["EmbedWindows", "Precomputed", "build_files_on_ray", "parse_and_split"]
+__all__ = ["EmbedWindows", "Precomputed", "RayBuilt", "build_files_on_ray", "parse_and_split"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,10 +64,17 @@ def parse_and_split(
     paths = [Path(f) for f in files]
     root = Path(source_root) if source_root else None
     parsed = parse_files(paths, root=root, show_progress=False, password=password)
-    units = chunk_units(
-        [parsed.by_file.get(f, []) for f in files], IndexSettings.model_validate(settings)
-    )
+    resolved = IndexSettings.model_validate(settings)
+    units = [
+        split(
+            parsed.by_file.get(f, []),
+            chunk_size=resolved.chunk_size,
+            chunk_overlap=resolved.chunk_overlap,
+        )
+        for f in files
+    ]
     failed = {f.path: vars(f) for f in parsed.failures}
+    skipped = {p: r for p, r in parsed.skipped}
     return {
         "shard": batch["shard"],
         "unit": batch["unit"],
@@ -75,7 +82,7 @@ def parse_and_split(
         "chunks": [json.dumps([_chunk_json(c) for c in unit]) for unit in units],
         "texts": [json.dumps({d.id: d.text for d in parsed.by_file.get(f, [])}) for f in files],
         "failure": [json.dumps(failed.get(f)) for f in files],
-        "fingerprint": [json.dumps(fingerprint(p)) for p in paths],
+        "skipped": [json.dumps(skipped.get(f)) for f in files],
     }
 
 
@@ -138,16 +145,14 @@ class Precomputed:
 
 
 def _write_shard(
-    group: Any, *, works: dict[int, ShardWork], embedder: Embedder | None
+    group: Any, *, root: str, settings: dict[str, Any], embedder: Embedder | None
 ) -> dict[str, list[Any]]:
-    """Ray Data task: write one shard from its files' rows (a pandas frame)."""
+    """Ray Data task: write one shard's segment from its files' rows (a pandas frame)."""
     group = group.sort_values("unit")
-    work = works[int(group["shard"].iloc[0])]
-    units = [
-        [Chunk.model_validate(c) for c in json.loads(text)] for text in group["chunks"].tolist()
+    shard = int(group["shard"].iloc[0])
+    chunks = [
+        Chunk.model_validate(c) for text in group["chunks"].tolist() for c in json.loads(text)
     ]
-    failures = [FileError(**json.loads(f)) for f in group["failure"] if json.loads(f)]
-    prints = {f: json.loads(p) for f, p in zip(group["file"], group["fingerprint"], strict=True)}
     shard_embedder = embedder
     if embedder is not None and "vectors" in group:
         found: dict[bytes, npt.NDArray[np.float32]] = {}
@@ -162,48 +167,27 @@ def _write_shard(
         if found:
             shard_embedder = Precomputed(embedder, found, dim)
     texts = {k: v for row in group["texts"] for k, v in json.loads(row).items()}
-    built = commit_shard(work, units, shard_embedder, failures, prints, texts)
-    return {"shard": [work.number], "built": [json.dumps(_built_json(built))]}
+    entry = None
+    if chunks:
+        resolved = IndexSettings.model_validate(settings)
+        entry = write_shard_segment(root, resolved, shard_embedder, shard, chunks, texts).to_json()
+    failures = [json.loads(f) for f in group["failure"] if json.loads(f)]
+    skipped = [
+        [f, json.loads(r)] for f, r in zip(group["file"], group["skipped"], strict=True)
+        if json.loads(r)
+    ]  # fmt: skip
+    out = {"shard": shard, "entry": entry, "failures": failures, "skipped": skipped}
+    return {"shard": [shard], "built": [json.dumps(out)]}
 
 
-def _built_json(built: BuiltShard) -> dict[str, Any]:
-    counts = built.counts
-    return {
-        "number": built.number,
-        "version": built.version,
-        "unit_chunks": built.unit_chunks,
-        "failures": [vars(f) for f in built.failures],
-        "fingerprints": built.fingerprints,
-        "counts": None
-        if counts is None
-        else {
-            "terms": counts.terms,
-            "df": counts.df.tolist(),
-            "first_row": counts.first_row.tolist(),
-            "n_live": counts.n_live,
-            "total_len": counts.total_len,
-        },
-    }
+@dataclass(frozen=True)
+class RayBuilt:
+    """What the Ray build wrote: the segments (in shard order), failures and skipped files."""
 
-
-def _built_of(data: dict[str, Any]) -> BuiltShard:
-    counts = data["counts"]
-    return BuiltShard(
-        data["number"],
-        data["version"],
-        list(data["unit_chunks"]),
-        None
-        if counts is None
-        else ShardCounts(
-            list(counts["terms"]),
-            np.asarray(counts["df"], np.int64),
-            np.asarray(counts["first_row"], np.int64),
-            int(counts["n_live"]),
-            int(counts["total_len"]),
-        ),
-        [FileError(**f) for f in data["failures"]],
-        dict(data["fingerprints"]),
-    )
+    entries: list[SegmentEntry]
+    chunks: list[int]
+    failures: list[FileError]
+    skipped: list[tuple[str, str]]
 
 
 def embed_resources(ray: Any) -> dict[str, Any]:
@@ -217,26 +201,30 @@ def embed_resources(ray: Any) -> dict[str, Any]:
 
 
 def build_files_on_ray(
-    works: Sequence[ShardWork], embedder: Embedder | None, address: str | None
-) -> list[BuiltShard]:
-    """Build the shards of ``works`` (files) with Ray Data; results in shard order."""
+    root: Path,
+    groups: Sequence[Sequence[str]],
+    settings: IndexSettings,
+    source_root: Path,
+    password: str | None,
+    embedder: Embedder | None,
+    address: str | None,
+) -> RayBuilt:
+    """Write one segment per shard of ``groups`` (shard ``i``'s files) with Ray Data."""
     from ragtools.indexes.ray_shards import connect
 
     ray = connect(address)
-    settings = IndexSettings.model_validate(works[0].settings)
+    blob = settings.model_dump(mode="json")
     items = [
-        {"file": f, "shard": w.number, "unit": i} for w in works for i, f in enumerate(w.files)
+        {"file": f, "shard": shard, "unit": i}
+        for shard, files in enumerate(groups)
+        for i, f in enumerate(files)
     ]
-    built: dict[int, BuiltShard] = {}
+    results: list[dict[str, Any]] = []
     if items:
         dataset = ray.data.from_items(items).map_batches(
             parse_and_split,
             batch_size=FILES_PER_TASK,
-            fn_kwargs={
-                "settings": works[0].settings,
-                "source_root": works[0].source_root,
-                "password": works[0].password,
-            },
+            fn_kwargs={"settings": blob, "source_root": str(source_root), "password": password},
         )
         if settings.vector and embedder is not None:
             dataset = dataset.map_batches(
@@ -249,17 +237,20 @@ def build_files_on_ray(
                 ),
                 **embed_resources(ray),
             )
-        by_number = {w.number: replace(w, files=[]) for w in works}
         written = dataset.groupby("shard").map_groups(
             _write_shard,
             batch_format="pandas",
-            fn_kwargs={"works": by_number, "embedder": embedder},
+            fn_kwargs={"root": str(root), "settings": blob, "embedder": embedder},
         )
-        for row in written.take_all():
-            one = _built_of(json.loads(row["built"]))
-            built[one.number] = one
-    for work in works:  # a shard without files: its orphan versions dropped, nothing written
-        if work.number not in built:
-            built[work.number] = commit_shard(work, [], embedder, [], {})
-    logger.info("built %d shards of %d files with Ray Data", len(works), len(items))
-    return [built[w.number] for w in works]
+        results = sorted(
+            (json.loads(row["built"]) for row in written.take_all()), key=lambda r: r["shard"]
+        )
+    where = Path(root) / "segments"
+    entries = [SegmentEntry.from_json(r["entry"], where) for r in results if r["entry"]]
+    logger.info("built %d segments of %d files with Ray Data", len(entries), len(items))
+    return RayBuilt(
+        entries,
+        [e.rows for e in entries],
+        sorted((FileError(**f) for r in results for f in r["failures"]), key=lambda f: f.path),
+        sorted((str(p), str(why)) for r in results for p, why in r["skipped"]),
+    )

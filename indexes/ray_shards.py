@@ -1,4 +1,4 @@
-"""Ray for sharded indexes: shards built as Ray tasks, and served by Ray actors.
+"""Ray for sharded indexes: segments written by Ray tasks, and served by Ray actors.
 
 Ray (the ``ray`` extra) is an existing distributed engine: the same calls drive a local
 cluster started on this machine and a real cluster (``address="ray://head:10001"`` or
@@ -7,17 +7,17 @@ Ray does.
 
 * **Build**: from files, :func:`indexes.ray_build.build_files_on_ray` runs the build on
   Ray Data (parse and split in tasks, embed in an actor pool on GPUs or CPUs, one write task
-  per shard). From documents, :func:`build_on_ray` runs
-  :func:`~indexes.shard_writer.build_shard` once per shard as a Ray task, each reading its
-  shard's documents from the build's staging files. Either way the shards are written to the
-  index directory, so on a real cluster it must be a path every node reaches (a shared file
-  system), and the driver merges the global statistics and writes the top manifest.
-* **Serve**: :func:`serve_on_ray` starts one :class:`ShardActor` per shard; each opens its
-  shard (scoring BM25 with the global statistics) and answers the shard's top ``k``. A query
-  fans out to every actor at once and the caller merges, exactly as the in-process threads do
-  (:mod:`indexes.shards`), so the results are the same.
+  per shard writing that shard's segment). The segments are written to the index directory,
+  so on a real cluster it must be a path every node reaches (a shared file system); the
+  driver writes the version that names them.
+* **Serve**: :func:`serve_on_ray` starts one :class:`ShardActor` per shard; each opens the
+  version's segments of its shard (BM25 scoring with the collection statistics the driver
+  computed over every segment) and answers its top ``k`` in the version's live rows. A query
+  fans out to every actor at once and the driver merges the answers with the one rule of
+  :func:`indexes.segments.merged_top`, exactly as it merges its own segments' answers, so
+  the results are the same.
 
-Without ``ray`` installed a sharded index works in-process; asking for Ray raises
+Without ``ray`` installed an index works in-process; asking for Ray raises
 :class:`~parsers.errors.MissingDependencyError` naming the extra.
 """
 
@@ -26,22 +26,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes._bm25_global import GlobalStats
-from ragtools.indexes._persist import read_json
+from ragtools.indexes.bundle import Index, read_version
 from ragtools.indexes.embed import Embedder
 from ragtools.indexes.ranking import Mask, Ranking
-from ragtools.indexes.shards import GLOBAL_BM25, GlobalScoring, ShardedIndex, open_shard
+from ragtools.indexes.segments import SegmentEntry
+from ragtools.indexes.settings import IndexSettings
+from ragtools.indexes.spill import read_spill
+from ragtools.indexes.writer import write_shard_segment
+from ragtools.parsers import split
 from ragtools.parsers.errors import MissingDependencyError
 
-if TYPE_CHECKING:
-    from ragtools.indexes.shard_writer import BuiltShard, ShardWork
-
-__all__ = ["RaySearch", "ShardActor", "build_on_ray", "connect", "serve_on_ray"]
+__all__ = ["RaySearch", "ShardActor", "connect", "serve_on_ray", "write_spills_on_ray"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,67 +65,91 @@ def connect(address: str | None = None) -> Any:
     return ray
 
 
-def build_on_ray(
-    works: Sequence[ShardWork], embedder: Embedder | None, address: str | None
-) -> list[BuiltShard]:
-    """Build every shard as a Ray task (one CPU each); results in shard order."""
-    from ragtools.indexes.shard_writer import build_shard
+def _write_spill(
+    root: str, settings: IndexSettings, shard: int, file: str, embedder: Embedder | None
+) -> dict[str, Any] | None:
+    """Ray task: one shard's segment from its staging file of documents."""
+    documents = list(read_spill(file))
+    chunks = split(documents, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
+    if not chunks:
+        return None
+    texts = {d.id: d.text for d in documents}
+    return write_shard_segment(root, settings, embedder, shard, chunks, texts).to_json()
 
+
+def write_spills_on_ray(
+    root: Path,
+    settings: IndexSettings,
+    files: Sequence[Path],
+    embedder: Embedder | None,
+    address: str | None,
+) -> list[SegmentEntry]:
+    """Write shard ``i``'s segment from ``files[i]`` (:mod:`indexes.spill`) as a Ray task
+    each (one CPU each); the entries in shard order."""
     ray = connect(address)
-    task = ray.remote(num_cpus=1)(build_shard)
+    task = ray.remote(num_cpus=1)(_write_spill)
     shared = ray.put(embedder)  # one copy in the object store, not one per task
-    built: list[BuiltShard] = ray.get([task.remote(work, shared) for work in works])
-    logger.info("built %d shards on Ray", len(built))
-    return built
+    refs = [task.remote(str(root), settings, s, str(f), shared) for s, f in enumerate(files)]
+    written = ray.get(refs)
+    where = root / "segments"
+    entries = [SegmentEntry.from_json(e, where) for e in written if e is not None]
+    logger.info("wrote %d segments on Ray", len(entries))
+    return entries
 
 
 class ShardActor:
-    """Holds one shard (the actor's state) and answers its top ``k``.
+    """Holds one shard's segments of one version (the actor's state) and answers their top
+    ``depth`` in the version's live rows.
 
     Args:
-        path: the shard's bundle directory; version: the version the top manifest names.
-        top: the top version directory; number: the shard's number.
-        keyword: whether the index has a keyword half (scored with the top's statistics).
+        root: the index directory; version: the version folder; shard: the shard's number.
+        stats: the collection statistics of the version (``None``: no keyword half).
     """
 
-    def __init__(self, path: str, version: str, top: str, number: int, keyword: bool) -> None:
-        scoring = None
-        if keyword:
-            stats_file = Path(top) / GLOBAL_BM25
-            scoring = GlobalScoring(GlobalStats.from_json(read_json(stats_file), stats_file))
-        self.state = open_shard(Path(path), version, scoring, top=Path(top), number=number)
+    def __init__(self, root: str, version: str, shard: int, stats: GlobalStats | None) -> None:
+        self.state = read_version(Path(root), Path(version), shard=shard, stats=stats)
 
-    def keyword(self, query: str, k: int, mask: Mask | None) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 top ``k`` of this shard: (rows, scores)."""
-        ranking = self.state.keyword_ranking(query, k, mask)
+    def keyword(
+        self, tokens: Sequence[str], depth: int, allow: Mask | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 top ``depth`` of this shard: (live rows, scores)."""
+        if self.state.bm25 is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        ranking = self.state.bm25.search(tokens, depth, allow)
         return ranking.rows, ranking.scores
 
     def vector(
-        self, query: npt.ArrayLike, k: int, mask: Mask | None
+        self, query: npt.ArrayLike, depth: int, allow: Mask | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Vector top ``k`` of this shard: (rows, scores)."""
-        ranking = self.state.vector_ranking(query, k, mask)
+        """Vector top ``depth`` of this shard: (live rows, scores)."""
+        if self.state.vector is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        ranking = self.state.vector.search(query, depth, allow)
         return ranking.rows, ranking.scores
 
 
+class ActorPart:
+    """One shard's actor as a part of the driver's search (see
+    :class:`~indexes.bundle.SegmentPart`)."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
+        rows, scores = _ray().get(self.actor.keyword.remote(list(tokens), depth, allow))
+        return Ranking(rows, scores)
+
+    def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
+        vector = np.asarray(query, np.float32)
+        rows, scores = _ray().get(self.actor.vector.remote(vector, depth, allow))
+        return Ranking(rows, scores)
+
+
 class RaySearch:
-    """Searches the shards through their actors, all at once (see :class:`ShardSearch`)."""
+    """The actors serving an index; :meth:`close` stops them."""
 
     def __init__(self, actors: Sequence[Any]) -> None:
         self.actors = list(actors)
-
-    def _gather(self, method: str, *args: Any, masks: Sequence[Mask | None]) -> list[Ranking]:
-        ray = _ray()
-        refs = [
-            getattr(a, method).remote(*args, m) for a, m in zip(self.actors, masks, strict=True)
-        ]
-        return [Ranking(rows, scores) for rows, scores in ray.get(refs)]
-
-    def keyword(self, query: str, k: int, masks: Sequence[Mask | None]) -> list[Ranking]:
-        return self._gather("keyword", query, k, masks=masks)
-
-    def vector(self, query: npt.ArrayLike, k: int, masks: Sequence[Mask | None]) -> list[Ranking]:
-        return self._gather("vector", np.asarray(query, np.float32), k, masks=masks)
 
     def close(self) -> None:
         """Stop the actors."""
@@ -134,21 +159,21 @@ class RaySearch:
         self.actors = []
 
 
-def serve_on_ray(index: ShardedIndex, address: str | None = None) -> RaySearch:
-    """Serve ``index``'s shards from Ray actors (one per non-empty shard) from now on.
+def serve_on_ray(index: Index, address: str | None = None) -> RaySearch:
+    """Serve ``index``'s shards from Ray actors (one per shard holding live rows) from now
+    on: its state searches through them.
 
     Returns:
-        The search, whose :meth:`RaySearch.close` stops the actors.
+        The actors, whose :meth:`RaySearch.close` stops them.
     """
     ray = connect(address)
     remote = ray.remote(num_cpus=0)(ShardActor)
-    top, keyword = str(index.version_dir), index.settings.keyword
+    state = index.state
+    shards = sorted({e.shard for e in state.entries})
+    stats = ray.put(state.stats)
     actors = [
-        remote.remote(str(s.path), s.version, top, s.number, keyword)
-        for s in index.shards
-        if s.state is not None and s.version is not None
+        remote.remote(str(index.path), str(index.version_dir), shard, stats) for shard in shards
     ]
-    search = RaySearch(actors)
-    index.search_with(search)
+    index.state = state.with_search([ActorPart(a) for a in actors])
     logger.info("serving %d shards of %s from Ray actors", len(actors), index.path)
-    return search
+    return RaySearch(actors)

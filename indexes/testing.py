@@ -13,16 +13,18 @@ much work reached the "model" (for example that a cached rebuild embeds one chan
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from ragtools.parsers.errors import ConfigError
 
-__all__ = ["FakeEmbedder"]
+__all__ = ["FakeEmbedder", "live_segment"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,3 +105,13 @@ class FakeEmbedder:
         """
         self.query_calls += 1
         return self._vector(text)
+
+
+def live_segment(root: str | Path, number: int = 0) -> Path:
+    """The folder of segment ``number`` of the live version of the index ``root``: where a
+    test finds the files of an index it damages on purpose."""
+    from ragtools.indexes.versions import current_version
+
+    manifest = current_version(root) / "version.json"
+    entries = json.loads(manifest.read_text(encoding="utf-8"))["segments"]
+    return Path(root) / str(entries[number]["path"])

@@ -89,6 +89,7 @@ __all__ = [
     "disk_full",
     "is_index_root",
     "list_versions",
+    "no_space_error",
     "pin_version",
     "reading",
     "sweep",
@@ -110,7 +111,7 @@ _GC_LOCK = ".gc.lock"
 _LOCK = ".lock"
 _PINS = ".pins"
 _TMP = ".tmp-"
-_OURS = {VERSIONS, "cache", "shards", _LOCK, _GC_LOCK, _PINS, COUNTER}
+_OURS = {VERSIONS, "cache", "segments", "shards", _LOCK, _GC_LOCK, _PINS, COUNTER}
 """Entries a half-built index may already hold (the embedding cache and a sharded index's
 shards are written first)."""
 _SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
@@ -321,7 +322,7 @@ def disk_full(exc: OSError) -> bool:
     return exc.errno is None and _SHORT_WRITE.search(str(exc)) is not None
 
 
-def _no_space(root: Path, exc: OSError, where: Path) -> IndexStateError:
+def no_space_error(root: Path, exc: OSError, where: Path) -> IndexStateError:
     what = exc.filename if isinstance(exc.filename, str) and exc.filename else str(where)
     try:
         live = f"the live version {current_version(root).name} is unchanged"
@@ -465,7 +466,7 @@ def switch_version(
             _point(root, name)
         except OSError as exc:
             if disk_full(exc):
-                raise _no_space(root, exc, root / POINTER) from exc
+                raise no_space_error(root, exc, root / POINTER) from exc
             raise
     logger.info("index %s: version %s is live again", root, name)
     return kept[name]
@@ -515,7 +516,7 @@ def write_version(
         except BaseException as exc:  # a failed save leaves nothing behind (a crash: the next)
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(exc, OSError) and disk_full(exc):
-                raise _no_space(root, exc, tmp) from exc
+                raise no_space_error(root, exc, tmp) from exc
             raise
         if keep is not None:
             collect_unused(root, keep)

@@ -1,23 +1,45 @@
-"""``IndexWriter``: build, update, add and delete; each change is a new version on disk.
+"""``IndexWriter``: build, update, add, delete and merge; each change is a new version.
 
-Every change goes the same way: work out the new list of chunks, index both halves from it
-(BM25 from the chunk texts, which is cheap; vectors from the embedding cache kept beside the
-versions, keyed by model and text hash, so the model embeds only texts it has not seen),
-write a complete new version, switch to it atomically, and only then hand the new state to
-the :class:`~indexes.bundle.Index`. So an updated index equals a fresh build of the same
-chunks, a crash or an error leaves the previous version live and untouched, and every
-retriever over the ``Index`` sees the new chunks at once, never half of them.
+One writer for every layout: a version is a list of immutable segments plus deleted rows
+(:mod:`indexes.segments`), whether the index has one shard or many. Every change goes the
+same way, under the index's writer lock (:func:`~indexes.versions.writer_lock`):
 
-Rebuilding the halves costs time linear in the index for each change; batch changes (one
-``add`` of many chunks, one ``update``) rather than calling ``add`` per chunk.
+1. work out what changed: the chunks of new or changed files (an update parses only those),
+   chunks given to :meth:`IndexWriter.add`, rows to delete;
+2. write a **new segment** per shard that receives chunks (BM25 from the chunk texts; vectors
+   through the embedding cache kept beside the versions, keyed by model and text hash, so the
+   model embeds only texts it has not seen). Existing segments are never rewritten: replaced
+   and deleted rows are recorded as the new version's deleted rows;
+3. apply the **merge policy** (below);
+4. write the version manifest, switch to it atomically, hand the new state to the
+   :class:`~indexes.bundle.Index`, and collect versions and segments nothing needs.
+
+So an update costs what changed, a crash or an error leaves the previous version live and
+untouched, and every retriever over the ``Index`` sees the new rows at once, never half of
+them. Scores after any sequence of changes equal a fresh build's (BM25's collection
+statistics are recomputed over the live rows at open: :mod:`indexes._bm25_global`).
+
+**Shards** (``shards=N``) place segments on N worker groups: a file goes to the shard of a
+hash of its path (a document given directly: of its id), so a file's chunks are always in
+one shard; searches run over the segments concurrently (threads, or Ray actors:
+:mod:`indexes.ray_shards`). A build parses and writes one shard at a time, so its peak
+memory is one shard's.
+
+**Merge policy**, after Lucene's ``TieredMergePolicy``: a shard holding more than
+:data:`SEGMENTS_PER_SHARD` segments has its smallest ones folded into one (never the segments
+this change wrote, whose rows the caller may be holding), and a segment whose rows are more
+than half deleted is rewritten without them. :meth:`IndexWriter.merge` folds every shard into
+one segment (Lucene's ``forceMerge(1)``). Merging never changes a result: the same live rows
+score the same in any grouping.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, TypedDict
@@ -25,9 +47,11 @@ from typing import Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes._bm25_global import GlobalStats, ShardCounts, with_global_stats
+from ragtools.indexes._bm25_math import Vocabulary
 from ragtools.indexes._persist import write_manifest
-from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState
-from ragtools.indexes.doc_texts import TEXTS_DIR, ChainedTexts, DocumentTexts, write_texts
+from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState, read_version
+from ragtools.indexes.doc_texts import TEXTS_DIR, ChainedTexts, write_texts
 from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.manifest import (
     DOCUMENT_TEXTS,
@@ -35,18 +59,55 @@ from ragtools.indexes.manifest import (
     FORMAT_VERSION,
     OWNERS_FILE,
     SOURCE_ROOT,
+    VERSION_FORMAT,
+    VERSION_FORMAT_VERSION,
+    VERSION_MANIFEST,
+)
+from ragtools.indexes.segments import (
+    SegmentEntry,
+    collect_segments,
+    new_segment_dir,
+    publish_segment,
+    shard_of,
+    write_deleted,
 )
 from ragtools.indexes.settings import IndexSettings, keyword_text
 from ragtools.indexes.sources import fingerprint, parse_files, select_sources, source_root
+from ragtools.indexes.spill import read_spill, spill, staging
 from ragtools.indexes.store import write_chunks
-from ragtools.indexes.versions import collect_unused, write_version, writer_lock
+from ragtools.indexes.versions import (
+    collect,
+    collecting,
+    disk_full,
+    list_versions,
+    no_space_error,
+    write_version,
+    writer_lock,
+)
 from ragtools.indexes.windows import WindowedVectorIndex
 from ragtools.parsers import Chunk, Document, FileError, Selection, split
 from ragtools.parsers.errors import ConfigError
 
-__all__ = ["IndexWriter", "UpdateOptions", "UpdateReport"]
+__all__ = [
+    "MAX_SHARDS",
+    "SEGMENTS_PER_SHARD",
+    "IndexWriter",
+    "UpdateOptions",
+    "UpdateReport",
+    "build_differences",
+    "write_shard_segment",
+]
 
 logger = logging.getLogger(__name__)
+
+MAX_SHARDS = 1024
+"""The most shards an index may have: more would be a typo, not a cluster."""
+SEGMENTS_PER_SHARD = 8
+"""Segments a shard holds before the merge policy folds its smallest ones together: few
+enough that a query's per-segment overhead stays small, enough that a run of updates does
+not rewrite a large segment each time."""
+
+Mask = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -60,6 +121,9 @@ class UpdateReport:
     failures: list[FileError] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     """``(path, reason)`` of every file or folder left out (hidden, ignored, not a document)."""
+    written: bool = True
+    """Whether a new version was written (``False``: nothing changed, the index is up to
+    date, and the kept versions are left as they are)."""
 
 
 class UpdateOptions(TypedDict, total=False):
@@ -70,24 +134,33 @@ class UpdateOptions(TypedDict, total=False):
     password: str | None
 
 
+@dataclass
+class _Plan:
+    """A change being made: the live version's segments with their deleted rows, and the
+    new segments written so far (in row order after the old ones)."""
+
+    entries: list[SegmentEntry]
+    deleted: list[Mask]
+    chunks: list[Sequence[Chunk]]
+    new: list[SegmentEntry] = field(default_factory=list)
+
+
 class IndexWriter:
     """Changes one :class:`~indexes.bundle.Index`, a new version per change.
 
     Each change holds the writer lock of the index from reading the live version to making
-    the new one live (:func:`~indexes.versions.writer_lock`): a second writer of the same
-    index waits, and then applies its change to what the first one wrote (the ``Index`` is
-    refreshed first), so no change is silently undone.
+    the new one live: a second writer of the same index waits, and then applies its change
+    to what the first one wrote (the ``Index`` is refreshed first), so no change is silently
+    undone.
 
     Args:
         index: the index to change.
-        collect: delete old versions after each write (``False`` for a shard, whose versions
-            the sharded writer collects by what its top versions name).
     """
 
-    def __init__(self, index: Index, *, collect: bool = True) -> None:
+    def __init__(self, index: Index) -> None:
         self.index = index
-        self.collect = collect
 
+    # ----------------------------------------------------------------- builds
     @classmethod
     def build(
         cls,
@@ -99,47 +172,90 @@ class IndexWriter:
         show_progress: bool | None = None,
         selection: Selection | None = None,
         password: str | None = None,
+        shards: int | None = None,
+        engine: str = "local",
+        address: str | None = None,
         **overrides: Any,
     ) -> Index:
         """Parse ``sources`` (files or directories), split, index both halves and save.
 
         Args:
             sources: files and directories to index; directories are walked recursively.
-            path: the index directory (created; an existing index gets a new version).
+            path: the index directory (created; an existing index gets a new version that
+                holds only these sources).
             settings: build settings; keyword ``overrides`` (e.g. ``chunk_size=500``) win.
             embedder: an embedder to use instead of ``settings.model`` (e.g. a fake in tests).
             show_progress: progress bars; ``None`` shows them only on a terminal.
             selection: which files of the folders to read (recorded; updates reuse it).
             password: for encrypted PDFs (never recorded).
+            shards: place the segments on this many worker groups (``None``: one).
+            engine: ``"local"`` writes the shards' segments one after another in this
+                process; ``"ray"`` writes them as Ray tasks (on ``address``, or a local
+                cluster; :mod:`indexes.ray_build`).
 
         Raises:
             ConfigError: a source does not exist, a setting is invalid, or no text was found.
         """
         started = time.perf_counter()
+        n_shards = _check_shards(shards)
         writer = cls(_empty(path, settings, overrides, embedder))
         roots = [str(Path(s).expanduser().resolve()) for s in sources]
         rules = selection or Selection()
         files, skipped = select_sources(roots, rules)
         root = source_root(roots)
-        parsed = parse_files(files, root=root, show_progress=show_progress, password=password)
-        failures = parsed.failures
-        documents = [doc for f in files for doc in parsed.by_file.get(str(f), [])]
-        writer.commit(
-            writer._split(documents),
-            sources=roots,
-            fingerprints={str(f): fingerprint(f) for f in files},
-            failures=failures,
-            skipped=sorted(skipped + parsed.skipped),
-            selection=rules,
-            source_base=str(root),
-            documents={doc.id: doc.text for doc in documents},
-            replaced=parsed.replaced,
-        )
+        groups = _by_shard([str(f) for f in files], n_shards)
+        with writer_lock(writer.index.path):
+            plan = _Plan([], [], [])
+            failures: list[FileError] = []
+            parse_skipped: list[tuple[str, str]] = []
+            replaced = 0
+            if engine == "ray":
+                from ragtools.indexes.ray_build import build_files_on_ray
+
+                built = build_files_on_ray(
+                    writer.index.path, groups, writer.index.settings, root, password,
+                    writer.index.base_embedder, address,
+                )  # fmt: skip
+                for entry in built.entries:  # written by Ray tasks; their chunks stay there
+                    plan.new.append(entry)
+                    plan.chunks.append([])
+                failures, parse_skipped = built.failures, built.skipped
+            elif engine != "local":
+                msg = f"unknown engine {engine!r}; use 'local' or 'ray'"
+                raise ConfigError(msg)
+            else:
+                for shard, group in enumerate(groups):
+                    if not group:
+                        continue
+                    paths = [Path(f) for f in group]
+                    parsed = parse_files(
+                        paths, root=root, show_progress=show_progress, password=password
+                    )
+                    failures += parsed.failures
+                    parse_skipped += parsed.skipped
+                    replaced += parsed.replaced
+                    docs = [d for f in group for d in parsed.by_file.get(f, [])]
+                    writer.write_segment(plan, shard, writer.split(docs), _texts(docs))
+            writer.commit(
+                plan,
+                n_shards=n_shards,
+                tracked={
+                    "sources": roots,
+                    "fingerprints": {str(f): fingerprint(f) for f in files},
+                    "failures": sorted(failures, key=lambda f: f.path),
+                    "meta": {},
+                    "skipped": sorted(skipped + parse_skipped),
+                    "selection": rules,
+                    SOURCE_ROOT: str(root),
+                },
+                replaced=replaced,
+            )
         logger.info(
-            "built %s: %d files, %d chunks, %d failures in %.1fs",
+            "built %s: %d files, %d chunks in %d segments, %d failures in %.1fs",
             path,
             len(files),
             len(writer.index.chunks),
+            len(writer.index.segments),
             len(failures),
             time.perf_counter() - started,
         )
@@ -155,17 +271,46 @@ class IndexWriter:
         embedder: Embedder | None = None,
         show_progress: bool | None = None,
         meta: dict[str, Any] | None = None,
+        shards: int | None = None,
+        engine: str = "local",
+        address: str | None = None,
         **overrides: Any,
     ) -> Index:
         """Index already-parsed documents (no source files are tracked for updates).
 
         ``meta`` is any JSON the caller wants kept in the manifest (e.g. a corpus hash).
+        With ``shards``, each document goes to the shard of a hash of its id; the documents
+        are read once, lazily, into one staging file per shard (:mod:`indexes.spill`), and
+        each shard's segment is written from its file, so only one shard's documents are in
+        memory at a time. ``engine="ray"`` writes the shards' segments as Ray tasks.
         """
         del show_progress  # progress is shown by the embedder
+        n_shards = _check_shards(shards)
+        if engine not in ("local", "ray"):
+            msg = f"unknown engine {engine!r}; use 'local' or 'ray'"
+            raise ConfigError(msg)
         writer = cls(_empty(path, settings, overrides, embedder))
-        docs = list(documents)
-        texts = {doc.id: doc.text for doc in docs}
-        writer.commit(writer._split(docs), meta=dict(meta or {}), documents=texts)
+        root = writer.index.path
+        with writer_lock(root):
+            plan = _Plan([], [], [])
+            if n_shards == 1 and engine == "local":
+                docs = list(documents)
+                writer.write_segment(plan, 0, writer.split(docs), _texts(docs))
+            else:
+                with staging(root) as directory:
+                    _, files = spill(documents, directory, n_shards)
+                    if engine == "ray":
+                        from ragtools.indexes.ray_shards import write_spills_on_ray
+
+                        resolved = writer.index.settings
+                        for entry in write_spills_on_ray(root, resolved, files, embedder, address):
+                            plan.new.append(entry)
+                            plan.chunks.append([])
+                    else:
+                        for shard, file in enumerate(files):
+                            docs = list(read_spill(file))
+                            writer.write_segment(plan, shard, writer.split(docs), _texts(docs))
+            writer.commit(plan, n_shards=n_shards, tracked={"meta": dict(meta or {})})
         return writer.index
 
     # ----------------------------------------------------------------- changes
@@ -177,14 +322,16 @@ class IndexWriter:
         selection: Selection | None = None,
         password: str | None = None,
     ) -> UpdateReport:
-        """Bring the index up to date with its sources and save a new version.
+        """Bring the index up to date with its sources.
 
-        Only files whose size or SHA-256 changed are parsed again; chunks of removed files
-        are dropped; only chunk texts not in the embedding cache are embedded. The result
-        equals a fresh build of the same sources. ``sources`` and ``selection`` default to
-        the recorded ones; ``password`` is for encrypted PDFs. An index whose chunks predate
-        the current text form (no ``source_root`` in its manifest: absolute sources,
-        collapsed whitespace) has every file parsed again.
+        Only files whose size or SHA-256 changed are parsed, split and indexed again, into a
+        new segment (one per shard they belong to); the rows of changed and removed files
+        are recorded as deleted; only chunk texts not in the embedding cache are embedded.
+        When nothing changed, no version is written (:attr:`UpdateReport.written`). The
+        result equals a fresh build of the same sources. ``sources`` and ``selection``
+        default to the recorded ones; ``password`` is for encrypted PDFs. An index whose
+        chunks predate the current text form (no ``source_root`` in its manifest) has every
+        file parsed again.
         """
         with writer_lock(self.index.path):
             self.index.refresh()
@@ -200,115 +347,178 @@ class IndexWriter:
         selection: Selection | None,
         password: str | None,
     ) -> UpdateReport:
-        manifest = self.index.manifest
+        index = self.index
+        manifest = index.manifest
         known = [str(Path(s).expanduser().resolve()) for s in sources or ()]
         roots = known or list(manifest.get("sources", []))
         if not roots:
             msg = "this index tracks no source files (built from documents); pass sources"
             raise ConfigError(msg)
-        rules = selection if selection is not None else self.index.selection
+        rules = selection if selection is not None else index.selection
         selected, walk_skipped = select_sources(roots, rules)
         files = [str(f) for f in selected]
         prints = {f: fingerprint(Path(f)) for f in files}
         root = source_root(roots)
-        old: dict[str, Any] = manifest.get("fingerprints", {})
-        if manifest.get(SOURCE_ROOT) != str(root):  # older chunk form, or other sources
-            old = {}
-        stale = [f for f in files if old.get(f) != prints[f]]
-        result = parse_files(
-            [Path(f) for f in stale], root=root, show_progress=show_progress, password=password
-        )
-        parsed, failures = result.by_file, result.failures
-        by_source: dict[str, list[Chunk]] = {}
-        for chunk in self.index.chunks:
-            by_source.setdefault(str(chunk.metadata.get("path", chunk.source)), []).append(chunk)
-        chunks: list[Chunk] = []
-        stale_set = set(stale)
-        for path in files:
-            fresh = path in stale_set
-            chunks += self._split(parsed.get(path, [])) if fresh else by_source.get(path, [])
-        kept = [f for f in self.index.failures if f.path in prints and f.path not in stale_set]
-        kept_skips = [s for s in self.index.skipped if s[0] in prints and s[0] not in stale_set]
-        skipped = sorted(set(walk_skipped) | set(kept_skips) | set(result.skipped))
         before: dict[str, Any] = manifest.get("fingerprints", {})
+        old = before if manifest.get(SOURCE_ROOT) == str(root) else {}
+        stale = [f for f in files if old.get(f) != prints[f]]
+        stale_set = set(stale)
+        gone = set(before) - set(prints)
+        kept = [f for f in index.failures if f.path in prints and f.path not in stale_set]
+        kept_skips = [s for s in index.skipped if s[0] in prints and s[0] not in stale_set]
+        tracked: dict[str, Any] = {
+            "sources": roots,
+            "fingerprints": prints,
+            "selection": rules,
+            SOURCE_ROOT: str(root),
+        }
+        if not stale and not gone and _same_tracking(manifest, tracked):
+            logger.info("index %s is up to date: no file changed", index.path)
+            skipped = sorted(set(walk_skipped) | set(kept_skips))
+            quiet = {p for p, _ in kept_skips}
+            unchanged = len([f for f in files if f not in quiet])
+            return UpdateReport(unchanged=unchanged, skipped=skipped, written=False)
+        plan = self._plan()
+        dropped = stale_set | gone
+        self._delete_rows(plan, lambda c: _chunk_path(c) in dropped)
+        groups = _by_shard(stale, index.n_shards)
+        failures: list[FileError] = []
+        parse_skipped: list[tuple[str, str]] = []
+        replaced = 0
+        for shard, group in enumerate(groups):
+            if not group:
+                continue
+            parsed = parse_files(
+                [Path(f) for f in group], root=root, show_progress=show_progress, password=password
+            )
+            failures += parsed.failures
+            parse_skipped += parsed.skipped
+            replaced += parsed.replaced
+            docs = [d for f in group for d in parsed.by_file.get(f, [])]
+            chunks = self.split(docs)
+            if chunks:
+                self.write_segment(plan, shard, chunks, _texts(docs))
+        skipped = sorted(set(walk_skipped) | set(kept_skips) | set(parse_skipped))
+        skipped_paths = {p for p, _ in skipped}
         report = UpdateReport(
-            added=[f for f in files if f not in before],
-            changed=[f for f in stale if f in before],
-            removed=sorted(set(before) - set(prints)),
-            unchanged=len(files) - len(stale),
+            added=[f for f in files if f not in before and f not in skipped_paths],
+            changed=[f for f in stale if f in before and f not in skipped_paths],
+            removed=sorted(p for p in gone if p not in skipped_paths),
+            unchanged=len([f for f in files if f not in stale_set and f not in skipped_paths]),
             failures=failures,
             skipped=skipped,
         )
-        self.commit(
-            chunks,
-            sources=roots,
-            fingerprints=prints,
-            failures=sorted(kept + failures, key=lambda f: f.path),
-            skipped=skipped,
-            selection=rules,
-            source_base=str(root),
-            documents={doc.id: doc.text for path in stale for doc in parsed.get(path, [])},
-        )
+        tracked.update(failures=sorted(kept + failures, key=lambda f: f.path), skipped=skipped)
+        self.commit(plan, n_shards=index.n_shards, tracked=tracked, replaced=replaced)
         return report
 
     def add(self, chunks: Sequence[Chunk]) -> npt.NDArray[np.int64]:
-        """Append chunks as a new version (of the live version); returns their rows."""
+        """Add chunks as new segments (one per shard they go to; a new version); returns
+        the row of each chunk in it, in the order given (the new segments come last)."""
+        if not chunks:
+            return np.zeros(0, np.int64)
         with writer_lock(self.index.path):
             self.index.refresh()
-            start = len(self.index.chunks)
-            if chunks:
-                self.commit([*self.index.chunks, *chunks])
-        return np.arange(start, start + len(chunks), dtype=np.int64)
+            plan = self._plan()
+            n_shards = self.index.n_shards
+            shard = [shard_of(c.doc_id, n_shards) if n_shards > 1 else 0 for c in chunks]
+            order = sorted(range(len(chunks)), key=lambda i: (shard[i], i))
+            for number in sorted(set(shard)):
+                group = [chunks[i] for i in order if shard[i] == number]
+                self.write_segment(plan, number, group, {})
+            self.commit(plan, n_shards=n_shards)
+            end = len(self.index.chunks)
+        rows = np.empty(len(chunks), np.int64)
+        rows[order] = np.arange(end - len(chunks), end, dtype=np.int64)
+        return rows
 
     def delete(self, doc_ids: Iterable[str]) -> int:
-        """Remove every chunk of the given documents as a new version; returns how many."""
+        """Delete every chunk of the given documents (a new version); returns how many."""
         wanted = set(doc_ids)
         with writer_lock(self.index.path):
             self.index.refresh()
-            kept = [c for c in self.index.chunks if c.doc_id not in wanted]
-            removed = len(self.index.chunks) - len(kept)
+            plan = self._plan()
+            removed = self._delete_rows(plan, lambda c: c.doc_id in wanted)
             if removed:
-                self.commit(kept)
+                self.commit(plan, n_shards=self.index.n_shards)
         return removed
 
-    # ----------------------------------------------------------------- one way to commit
-    def _split(self, documents: Sequence[Document]) -> list[Chunk]:
+    def merge(self) -> int:
+        """Fold each shard's segments into one, without deleted rows (a new version, when
+        there is anything to fold); returns how many segments were rewritten."""
+        with writer_lock(self.index.path):
+            self.index.refresh()
+            plan = self._plan()
+            folded = 0
+            while True:
+                by_shard: dict[int, list[int]] = {}
+                for i, entry in enumerate(plan.entries):
+                    by_shard.setdefault(entry.shard, []).append(i)
+                picked = [
+                    members
+                    for members in by_shard.values()
+                    if len(members) > 1 or plan.deleted[members[0]].any()
+                ]
+                if not picked:
+                    break
+                folded += len(picked[0])
+                self._fold(plan, picked[0])
+            if folded:
+                self.commit(plan, n_shards=self.index.n_shards, policy=False)
+            return folded
+
+    # ----------------------------------------------------------------- segments
+    def split(self, documents: Sequence[Document]) -> list[Chunk]:
+        """``documents`` split into chunks with the index's settings."""
         settings = self.index.settings
         return split(
             documents, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap
         )
 
-    def commit(
-        self,
-        chunks: Sequence[Chunk],
-        *,
-        sources: list[str] | None = None,
-        fingerprints: dict[str, Any] | None = None,
-        failures: list[FileError] | None = None,
-        meta: dict[str, Any] | None = None,
-        skipped: list[tuple[str, str]] | None = None,
-        selection: Selection | None = None,
-        source_base: str | None = None,
-        documents: Mapping[str, str] | None = None,
-        replaced: int = 0,
+    def write_segment(
+        self, plan: _Plan, shard: int, chunks: Sequence[Chunk], texts: Mapping[str, str]
     ) -> None:
-        """Index ``chunks``, write them as a new version and make the ``Index`` show it.
+        """Index ``chunks`` into a new segment of ``shard`` and add it to ``plan``.
 
-        What the index tracks (``sources``, ``fingerprints``, ``failures``, ``meta``,
-        ``skipped``, ``selection``) carries over from the current version unless given;
-        so do the texts of the chunks' documents, except those ``documents`` gives anew.
-        ``replaced`` (lone surrogates the parsers replaced by U+FFFD in this change) is
-        counted in the manifest for the build report.
+        ``texts`` are the full texts of new documents; the texts of documents the index
+        already holds are carried over from it.
         """
-        index, settings = self.index, self.index.settings
         if not chunks:
-            msg = f"{index.path}: no text to index (all sources empty, unreadable or without text)"
-            raise ConfigError(msg)
-        bm25 = vector = None
+            return
+        tmp = new_segment_dir(self.index.path)
+        try:
+            self._write_segment(tmp, plan, shard, chunks, texts)
+        except BaseException as exc:  # a failed write leaves nothing behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, OSError) and disk_full(exc):
+                raise no_space_error(self.index.path, exc, tmp) from exc
+            raise
+
+    def _write_segment(
+        self,
+        tmp: Path,
+        plan: _Plan,
+        shard: int,
+        chunks: Sequence[Chunk],
+        texts: Mapping[str, str],
+    ) -> None:
+        index, settings = self.index, self.index.settings
+        write_chunks(tmp / CHUNKS, chunks)
+        every_text = ChainedTexts([texts, index.state.texts or {}])
+        files = [CHUNKS, *write_texts(tmp, (c.doc_id for c in chunks), every_text)]
+        bm25_params = None
         if settings.keyword:
             bm25 = settings.new_bm25()
             boost = settings.title_boost
             bm25.add([keyword_text(c.text, c.metadata, boost) for c in chunks])
+            stats = GlobalStats.merge([ShardCounts.of(bm25)])
+            idf = stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
+            canonical = with_global_stats(bm25, stats, Vocabulary(stats.terms), idf)
+            canonical.save(tmp / "bm25")
+            files += [f"bm25/{p.name}" for p in sorted((tmp / "bm25").iterdir())]
+            bm25_params = bm25.params
+        embedder_info = None
+        vectors = 0
         if settings.vector:
             vector = WindowedVectorIndex.build(
                 [c.text for c in chunks],
@@ -318,28 +528,215 @@ class IndexWriter:
                 window=settings.vector_window,
                 overlap=settings.vector_window_overlap,
             )
-        tracked = {
-            "sources": index.sources if sources is None else sources,
-            "fingerprints": index.fingerprints if fingerprints is None else fingerprints,
-            "failures": [vars(f) for f in (index.failures if failures is None else failures)],
-            "meta": index.meta if meta is None else meta,
-            "skipped": [list(s) for s in (index.skipped if skipped is None else skipped)],
-            "selection": (index.selection if selection is None else selection).to_json(),
-            SOURCE_ROOT: index.manifest.get(SOURCE_ROOT) if source_base is None else source_base,
+            model_id = index.embedder.model_id
+            files += vector.save(tmp, model_id=model_id, owners_file=OWNERS_FILE)
+            embedder_info = _embedder_info(index, settings)
+            vectors = len(vector)
+        data: dict[str, Any] = {
+            "package_version": _package_version(),
+            "created": _now(),
+            "settings": settings.model_dump(mode="json"),
+            "bm25": bm25_params,
+            "embedder": embedder_info,
+            "vector_owners": OWNERS_FILE if OWNERS_FILE in files else None,
+            DOCUMENT_TEXTS: TEXTS_DIR,
+            "counts": {
+                "chunks": len(chunks),
+                "vectors": vectors,
+                "documents": len({c.doc_id for c in chunks}),
+            },
+            "failures": [],
         }
-        state = IndexState(settings, list(chunks), bm25, vector)
-        texts = ChainedTexts([documents or {}, index.state.texts or {}])
+        write_manifest(
+            tmp, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, files=files, data=data, sealed=True
+        )
+        path, digest = publish_segment(tmp)
+        plan.new.append(SegmentEntry(path, shard, digest, len(chunks), canonical=True))
+        plan.chunks.append(chunks)
+
+    def _plan(self) -> _Plan:
+        """The live version as a starting point. A version of an older layout has its live
+        rows written into new segments first (its folders are not segments that a new version
+        may name: they are collected with its versions)."""
+        index = self.index
+        state = index.state
+        if index.version_dir is None:
+            return _Plan([], [], [])
+        parts = [p.chunks if p is not None else [] for p in state.parts]
+        if (index.version_dir / VERSION_MANIFEST).is_file():
+            return _Plan(list(state.entries), list(state.deleted), parts)
+        plan = _Plan([], [], [])
+        by_shard: dict[int, list[Chunk]] = {}
+        for entry, chunks in zip(state.entries, parts, strict=True):
+            by_shard.setdefault(entry.shard, []).extend(chunks)
+        for shard, chunks in sorted(by_shard.items()):
+            if chunks:
+                self.write_segment(plan, shard, chunks, {})
+        plan.entries, plan.chunks, plan.new = plan.new, plan.chunks, []
+        plan.deleted = [np.zeros(e.rows, np.bool_) for e in plan.entries]
+        return plan
+
+    def _delete_rows(self, plan: _Plan, doomed: Any) -> int:
+        """Mark deleted every live row of ``plan``'s old segments whose chunk ``doomed``
+        says; returns how many rows were marked."""
+        count = 0
+        for i, chunks in enumerate(plan.chunks[: len(plan.entries)]):
+            mask = plan.deleted[i]
+            hits = np.fromiter((bool(doomed(c)) for c in chunks), np.bool_, len(chunks))
+            fresh = hits & ~mask
+            if fresh.any():
+                plan.deleted[i] = mask | fresh
+                count += int(fresh.sum())
+        return count
+
+    def _fold(self, plan: _Plan, members: Sequence[int]) -> None:
+        """Replace the old segments ``members`` (of one shard) by one segment of their live
+        rows, placed where the first of them was."""
+        live = [
+            c
+            for i in members
+            for c, gone in zip(plan.chunks[i], plan.deleted[i], strict=True)
+            if not gone
+        ]
+        shard = plan.entries[members[0]].shard
+        mark = len(plan.new)
+        if live:
+            self.write_segment(plan, shard, live, {})
+        folded = plan.new[mark:]
+        folded_chunks = plan.chunks[len(plan.entries) + mark :]
+        del plan.new[mark:]
+        del plan.chunks[len(plan.entries) + mark :]
+        first = members[0]
+        keep = [i for i in range(len(plan.entries)) if i not in set(members) or i == first]
+        entries, deleted, chunks = [], [], []
+        for i in keep:
+            if i == first:
+                for entry, part in zip(folded, folded_chunks, strict=True):
+                    entries.append(entry)
+                    deleted.append(np.zeros(entry.rows, np.bool_))
+                    chunks.append(part)
+            else:
+                entries.append(plan.entries[i])
+                deleted.append(plan.deleted[i])
+                chunks.append(plan.chunks[i])
+        plan.chunks = chunks + plan.chunks[len(plan.entries) :]
+        plan.entries, plan.deleted = entries, deleted
+
+    def _apply_policy(self, plan: _Plan) -> None:
+        """The merge policy (module docstring) over ``plan``'s old segments."""
+        while True:
+            half_deleted = [
+                i for i, e in enumerate(plan.entries)
+                if e.rows and plan.deleted[i].sum() * 2 > e.rows
+            ]  # fmt: skip
+            if half_deleted:
+                self._fold(plan, half_deleted[:1])
+                continue
+            counts: dict[int, list[int]] = {}
+            for i, e in enumerate(plan.entries):
+                counts.setdefault(e.shard, []).append(i)
+            new_per_shard: dict[int, int] = {}
+            for e in plan.new:
+                new_per_shard[e.shard] = new_per_shard.get(e.shard, 0) + 1
+            crowded = [
+                (shard, members) for shard, members in counts.items()
+                if len(members) + new_per_shard.get(shard, 0) > SEGMENTS_PER_SHARD
+                and len(members) >= 2
+            ]  # fmt: skip
+            if not crowded:
+                return
+            shard, members = crowded[0]
+            excess = len(members) + new_per_shard.get(shard, 0) - SEGMENTS_PER_SHARD
+            by_size = sorted(members, key=lambda i: (int((~plan.deleted[i]).sum()), i))
+            self._fold(plan, sorted(by_size[: max(2, excess + 1)]))
+
+    # ----------------------------------------------------------------- commit
+    def commit(
+        self,
+        plan: _Plan,
+        *,
+        n_shards: int,
+        tracked: Mapping[str, Any] | None = None,
+        replaced: int = 0,
+        policy: bool = True,
+    ) -> None:
+        """Write ``plan`` as a new version, make the ``Index`` show it, then collect.
+
+        What the index tracks (``sources``, ``fingerprints``, ``failures``, ``meta``,
+        ``skipped``, ``selection``, ``source_root``) carries over from the current version
+        unless ``tracked`` gives it. ``replaced`` (lone surrogates the parsers replaced by
+        U+FFFD in this change) is counted in the manifest for the build report.
+
+        Raises:
+            ConfigError: the new version would hold no live row.
+        """
+        index, settings = self.index, self.index.settings
+        if policy:
+            self._apply_policy(plan)
+        # Segments without a live row are dropped: nothing would ever read them.
+        rows = [(e, d) for e, d in zip(plan.entries, plan.deleted, strict=True) if not d.all()] + [
+            (e, np.zeros(e.rows, np.bool_)) for e in plan.new
+        ]
+        if not any(e.rows > int(d.sum()) for e, d in rows):
+            msg = f"{index.path}: no text to index (all sources empty, unreadable or without text)"
+            raise ConfigError(msg)
+        carried = _tracking(index.manifest, tracked or {})
         written: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
-            written.update(self._write(directory, state, tracked, texts, replaced))
+            entries = []
+            files = []
+            for entry, mask in rows:
+                n_deleted = int(mask.sum())
+                if n_deleted:
+                    name = write_deleted(directory, entry.name, mask)
+                    files.append(name)
+                    entry = replace(entry, deleted=name, n_deleted=n_deleted)
+                else:
+                    entry = replace(entry, deleted=None, n_deleted=0)
+                entries.append(entry)
+            live = sum(e.live for e in entries)
+            data = {
+                "package_version": _package_version(),
+                "created": _now(),
+                "settings": settings.model_dump(mode="json"),
+                "bm25": settings.new_bm25().params if settings.keyword else None,
+                "embedder": _embedder_info(index, settings) if settings.vector else None,
+                "shards": n_shards,
+                "segments": [e.to_json() for e in entries],
+                "counts": {
+                    "chunks": live,
+                    "files": len(
+                        set(carried["fingerprints"]) - {p for p, *_ in carried["skipped"]}
+                    ),
+                    "failures": len(carried["failures"]),
+                    "skipped": len(carried["skipped"]),
+                    "replaced": replaced,
+                    "segments": len(entries),
+                    "deleted_rows": sum(e.n_deleted for e in entries),
+                },
+                **carried,
+            }
+            written.update(
+                write_manifest(
+                    directory,
+                    VERSION_MANIFEST,
+                    fmt=VERSION_FORMAT,
+                    version=VERSION_FORMAT_VERSION,
+                    files=files,
+                    data=data,
+                    sealed=True,
+                )
+            )
 
         with writer_lock(index.path):  # the new version stays live until the index pins it
             final = write_version(index.path, write, keep=None)
-            stored = DocumentTexts.open(final, written["files"])
-            index.show(IndexState(settings, state.chunks, bm25, vector, written, stored), final)
-            if self.collect:  # after the pin moved: the previous version is not kept for us
-                collect_unused(index.path, settings.keep_versions)
+            state = read_version(index.path, final)
+            index.show(state, final)
+            with collecting(index.path) as free:  # after the pin moved
+                if free:
+                    collect(index.path, settings.keep_versions)
+                    collect_segments(index.path, list_versions(index.path))
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         embedder = self.index.embedder
@@ -347,59 +744,118 @@ class IndexWriter:
         embedder.cache.save()
         return vectors
 
-    def _write(
-        self,
-        directory: Path,
-        state: IndexState,
-        tracked: dict[str, Any],
-        texts: Mapping[str, str],
-        replaced: int,
-    ) -> dict[str, Any]:
-        index, settings = self.index, state.settings
-        write_chunks(directory / CHUNKS, state.chunks)
-        files = [CHUNKS]
-        files += write_texts(directory, (c.doc_id for c in state.chunks), texts)
-        if state.bm25 is not None:
-            state.bm25.save(directory / "bm25")
-            files += [f"bm25/{p.name}" for p in sorted((directory / "bm25").iterdir())]
-        embedder_info = None
-        if state.vector is not None:
-            model_id = index.embedder.model_id
-            files += state.vector.save(directory, model_id=model_id, owners_file=OWNERS_FILE)
-            embedder_info = {
-                "model": settings.model,
-                "model_id": model_id,
-                "dim": index.embedder.dim,
-                "kind": settings.vector_kind,
-            }
-        data = {
-            "package_version": _package_version(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "settings": settings.model_dump(mode="json"),
-            "bm25": state.bm25.params if state.bm25 is not None else None,
-            "embedder": embedder_info,
-            "vector_owners": OWNERS_FILE if OWNERS_FILE in files else None,
-            DOCUMENT_TEXTS: TEXTS_DIR,
-            "counts": {
-                "chunks": len(state.chunks),
-                "vectors": len(state.vector) if state.vector is not None else 0,
-                "documents": len({c.doc_id for c in state.chunks}),
-                "files": len(set(tracked["fingerprints"]) - {p for p, _ in tracked["skipped"]}),
-                "failures": len(tracked["failures"]),
-                "skipped": len(tracked["skipped"]),
-                "replaced": replaced,
-            },
-            **tracked,
-        }
-        return write_manifest(
-            directory,
-            MANIFEST,
-            fmt=FORMAT,
-            version=FORMAT_VERSION,
-            files=files,
-            data=data,
-            sealed=True,
-        )
+
+# ----------------------------------------------------------------- helpers
+def build_differences(
+    index: Index,
+    sources: Sequence[str],
+    selection: Selection,
+    settings: Mapping[str, Any],
+    shards: int | None = None,
+) -> str:
+    """What differs between ``index`` and a build of ``sources`` asked with these options,
+    or ``""``: a build that differs in nothing is an update of the index (``rag build``
+    run twice updates), one that differs replaces its contents (``--force``).
+
+    ``settings`` are the :class:`IndexSettings` fields the build names.
+    """
+    found = []
+    if sorted(index.sources) != sorted(sources):
+        found.append(f"sources {sorted(index.sources)} (asked: {sorted(sources)})")
+    if index.selection != selection:
+        found.append(f"selection {index.selection.to_json()} (asked: {selection.to_json()})")
+    recorded = index.settings.model_dump()
+    for name, value in settings.items():
+        if recorded[name] != value:
+            found.append(f"{name} {recorded[name]!r} (asked: {value!r})")
+    if _check_shards(shards) != index.n_shards:
+        found.append(f"shards {index.n_shards} (asked: {_check_shards(shards)})")
+    return "; ".join(found)
+
+
+def write_shard_segment(
+    root: str | Path,
+    settings: IndexSettings,
+    embedder: Embedder | None,
+    shard: int,
+    chunks: Sequence[Chunk],
+    texts: Mapping[str, str],
+) -> SegmentEntry:
+    """Write one segment of the index ``root`` for a change a driver commits: what a Ray
+    task of a build does (:mod:`indexes.ray_build`). The segment is collected unless the
+    driver's version names it."""
+    writer = IndexWriter(_empty(root, settings, {}, embedder))
+    plan = _Plan([], [], [])
+    writer.write_segment(plan, shard, chunks, texts)
+    return plan.new[0]
+
+
+def _check_shards(shards: object) -> int:
+    if shards is None:
+        return 1
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
+        msg = f"--shards must be an integer from 1 to {MAX_SHARDS}, got {shards!r}"
+        raise ConfigError(msg)
+    return shards
+
+
+def _by_shard(files: Sequence[str], n_shards: int) -> list[list[str]]:
+    groups: list[list[str]] = [[] for _ in range(n_shards)]
+    for f in files:
+        groups[shard_of(f, n_shards) if n_shards > 1 else 0].append(f)
+    return groups
+
+
+def _texts(documents: Iterable[Document]) -> dict[str, str]:
+    return {doc.id: doc.text for doc in documents}
+
+
+def _chunk_path(chunk: Chunk) -> str:
+    return str(chunk.metadata.get("path", chunk.source))
+
+
+def _tracking(manifest: Mapping[str, Any], tracked: Mapping[str, Any]) -> dict[str, Any]:
+    """What the new version tracks, as JSON: ``tracked`` over the current ``manifest``'s."""
+    out: dict[str, Any] = {
+        "sources": list(manifest.get("sources") or []),
+        "fingerprints": dict(manifest.get("fingerprints") or {}),
+        "failures": list(manifest.get("failures") or []),
+        "meta": dict(manifest.get("meta") or {}),
+        "skipped": [list(s) for s in manifest.get("skipped") or []],
+        "selection": manifest.get("selection"),
+        SOURCE_ROOT: manifest.get(SOURCE_ROOT),
+    }
+    for key, value in tracked.items():
+        if key == "failures":
+            value = [vars(f) for f in value]
+        elif key == "skipped":
+            value = [list(s) for s in value]
+        elif key == "selection":
+            value = value.to_json()
+        out[key] = value
+    return out
+
+
+def _same_tracking(manifest: Mapping[str, Any], tracked: Mapping[str, Any]) -> bool:
+    selection = tracked["selection"]
+    return (
+        list(manifest.get("sources", [])) == list(tracked["sources"])
+        and Selection.from_json(manifest.get("selection")).to_json() == selection.to_json()
+        and manifest.get(SOURCE_ROOT) == tracked[SOURCE_ROOT]
+    )
+
+
+def _embedder_info(index: Index, settings: IndexSettings) -> dict[str, Any]:
+    return {
+        "model": settings.model,
+        "model_id": index.embedder.model_id,
+        "dim": index.embedder.dim,
+        "kind": settings.vector_kind,
+    }
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _empty(

@@ -18,16 +18,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes._persist import read_manifest
-from ragtools.indexes.bundle import MANIFEST, Index, open_version
-from ragtools.indexes.manifest import FORMAT, FORMAT_VERSION
+from ragtools.indexes.bundle import Index, open_version, version_entries
 from ragtools.indexes.settings import IndexSettings
-from ragtools.indexes.shards import (
-    SHARDED_FORMAT,
-    SHARDED_FORMAT_VERSION,
-    SHARDS_MANIFEST,
-    is_sharded,
-)
 from ragtools.indexes.sources import parse_files, plan_sources, source_root
 from ragtools.indexes.versions import (
     current_version,
@@ -35,7 +27,7 @@ from ragtools.indexes.versions import (
     list_versions,
     switch_version,
 )
-from ragtools.indexes.writer import UpdateReport
+from ragtools.indexes.writer import UpdateReport, build_differences
 from ragtools.parsers import Selection
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 from ragtools.parsers.policy import type_label
@@ -77,20 +69,6 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
         "vector": not args.no_vector,
         "keep_versions": args.keep_versions,
     }
-
-
-def _differences(index: Index, roots: list[str], rules: Selection, wanted: dict[str, Any]) -> str:
-    """What differs between the index on disk and the build asked for, or ``""``."""
-    found = []
-    if sorted(index.sources) != sorted(roots):
-        found.append(f"sources {sorted(index.sources)} (asked: {sorted(roots)})")
-    if index.selection != rules:
-        found.append(f"selection {index.selection.to_json()} (asked: {rules.to_json()})")
-    recorded = index.settings.model_dump()
-    for name in CLI_SETTINGS:
-        if recorded[name] != wanted[name]:
-            found.append(f"{name} {recorded[name]!r} (asked: {wanted[name]!r})")
-    return "; ".join(found)
 
 
 def _relative(path: str, root: Path) -> str:
@@ -179,7 +157,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             if not Path(root).exists():
                 msg = f"{source}: no such file or directory"
                 raise ConfigError(msg)
-        differ = _differences(index, roots, rules, wanted)
+        differ = build_differences(index, roots, rules, wanted, args.shards)
         if not differ:
             report = index.update(
                 roots, show_progress=progress, selection=rules, password=args.password
@@ -256,13 +234,10 @@ def cmd_update(args: argparse.Namespace) -> int:
     return 0
 
 
-def _version_manifest(directory: Path) -> dict[str, Any]:
-    """The manifest of a version (a sharded index's top manifest), or its error."""
+def _version_manifest(root: Path, directory: Path) -> dict[str, Any]:
+    """The manifest of a version, or its error."""
     try:
-        if is_sharded(directory):
-            fmt, version = SHARDED_FORMAT, SHARDED_FORMAT_VERSION
-            return read_manifest(directory, SHARDS_MANIFEST, fmt=fmt, version=version, verify=False)
-        return read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, verify=False)
+        return version_entries(root, directory)[0]
     except IndexLoadError as exc:
         return {"error": str(exc)}
 
@@ -271,7 +246,7 @@ def _versions(root: Path) -> list[dict[str, Any]]:
     live = current_version(root).name
     rows = []
     for directory in list_versions(root):
-        manifest = _version_manifest(directory)
+        manifest = _version_manifest(root, directory)
         counts = manifest.get("counts", {})
         rows.append(
             {

@@ -151,11 +151,7 @@ def open_all(
 
 def _serve_on_ray(index: Any, address: str) -> None:
     from ragtools.indexes.ray_shards import serve_on_ray
-    from ragtools.indexes.shards import ShardedIndex
 
-    if not isinstance(index, ShardedIndex):
-        msg = f"{index.path}: --ray serves the shards of a sharded index (rag build --shards N)"
-        raise ConfigError(msg)
     serve_on_ray(index, address or None)
 
 

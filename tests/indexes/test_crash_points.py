@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from ragtools.indexes.bundle import Index, open_version
-from ragtools.indexes.shards import SHARDS_MANIFEST
-from ragtools.indexes.versions import current_version, list_versions
+from ragtools.indexes.versions import list_versions
 from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +30,6 @@ WRITER = """
 import sys
 import ragtools.indexes.writer  # imported before "ready": the kills land in saves
 from ragtools.indexes.bundle import Index, open_version
-from ragtools.indexes.shards import SHARDS_MANIFEST
 from ragtools.indexes.versions import current_version, list_versions
 from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 idx, sources = sys.argv[1], sys.argv[2:]
@@ -127,25 +125,17 @@ def _spawn_store_writer() -> subprocess.Popen[str]:
 
 
 def _debris(idx: Path) -> list[Path]:
-    found = [*idx.rglob(".tmp-*"), *idx.rglob("*.tmp"), *idx.glob("shards/.staging-*")]
+    found = [*idx.rglob(".tmp-*"), *idx.rglob("*.tmp")]
     return found + [p for p in idx.rglob("*.pin")]
 
 
-def _unnamed_shard_versions(idx: Path) -> list[str]:
-    """Shard versions that no kept top version names (a shard's own CURRENT aside)."""
+def _unnamed_segments(idx: Path) -> list[str]:
+    """Segments that no kept version names."""
     named: set[str] = set()
-    for top in list_versions(idx):
-        entries = json.loads((top / SHARDS_MANIFEST).read_text(encoding="utf-8"))["shards"]
-        named |= {f"{n}/{e['version']}" for n, e in enumerate(entries)}
-    found = []
-    for folder in sorted((idx / "shards").glob("shard-*")):
-        number = int(folder.name.removeprefix("shard-"))
-        live = current_version(folder).name
-        for version in list_versions(folder):
-            key = f"{number}/{version.name}"
-            if key not in named and version.name != live:
-                found.append(key)
-    return found
+    for version in list_versions(idx):
+        entries = json.loads((version / "version.json").read_text(encoding="utf-8"))["segments"]
+        named |= {Path(e["path"]).name for e in entries}
+    return sorted(p.name for p in (idx / "segments").iterdir() if p.name not in named)
 
 
 @pytest.mark.stress
@@ -191,9 +181,8 @@ def test_sigkill_across_build_update_and_rollback_leaves_an_openable_index(
         for proc in ready:
             proc.kill()
             proc.wait()
-    for shards, idx in indexes.items():
+    for idx in indexes.values():
         with Index.open(idx) as index:
             index.update([sources[1]])  # the next write
         assert _debris(idx) == []
-        if shards > 1:
-            assert _unnamed_shard_versions(idx) == []
+        assert _unnamed_segments(idx) == []

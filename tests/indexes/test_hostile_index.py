@@ -17,7 +17,7 @@ import pytest
 
 from ragtools.indexes._persist import _self_digest, save_npy, sha256_file
 from ragtools.indexes.bundle import Index
-from ragtools.indexes.testing import FakeEmbedder
+from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Document
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
@@ -35,7 +35,8 @@ def _folder(root: Path) -> Path:
 
 
 def _tmp_left(index: Path) -> list[str]:
-    return [p.name for p in (index / "versions").iterdir() if p.name.startswith(".tmp")]
+    folders = [index / "versions", index / "segments"]
+    return [p.name for f in folders for p in f.iterdir() if p.name.startswith(".tmp")]
 
 
 # ---- builds that always finish --------------------------------------------------------------
@@ -99,7 +100,7 @@ def test_a_failed_save_leaves_no_temporary_directory(
     def failing(*args: Any, **kwargs: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(IndexWriter, "_write", failing)
+    monkeypatch.setattr("ragtools.indexes.writer.write_chunks", failing)
     with pytest.raises(IndexStateError, match=r"index: no space left on device \(ENOSPC\)"):
         IndexWriter.from_documents(docs, out, vector=False)
     assert _tmp_left(out) == []
@@ -118,7 +119,7 @@ def index_dir(tmp_path: Path) -> Path:
 
 
 def _version(index: Path) -> Path:
-    return index / "versions" / (index / "CURRENT").read_text().strip()
+    return live_segment(index)
 
 
 def _reseal(index: Path, change: Any) -> None:

@@ -14,9 +14,7 @@ import ray
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.ray_build import embed_resources
 from ragtools.indexes.ray_shards import serve_on_ray
-from ragtools.indexes.shards import ShardedIndex
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.indexes.versions import current_version
 from ragtools.parsers.errors import MissingDependencyError
 from tests.indexes.test_shards import FILTERS, QUERIES, hits_of, settings, write_corpus
 
@@ -33,13 +31,11 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_corpus(tmp_path_factory.mktemp("corpus"), 30, seed=5)
 
 
-def _shard_manifests(index: ShardedIndex) -> list[dict[str, object]]:
+def _segment_manifests(index: Index) -> list[dict[str, object]]:
+    """Each segment's files (SHA-256), counts and halves, in shard order."""
     out = []
-    for shard in index.shards:
-        if shard.version is None:
-            out.append({})
-            continue
-        manifest = json.loads((current_version(shard.path) / "manifest.json").read_text("utf-8"))
+    for segment in sorted(index.segments, key=lambda s: s.shard):
+        manifest = json.loads((index.path / segment.path / "manifest.json").read_text("utf-8"))
         out.append({k: manifest[k] for k in ("files", "counts", "bm25", "embedder")})
     return out
 
@@ -53,12 +49,10 @@ def test_ray_build_equals_local_build(
     with caplog.at_level(logging.INFO, logger="ragtools.indexes.ray_build"):
         on_ray = Index.build([corpus], tmp_path / "ray", engine="ray", **options)
     assert "with Ray Data" in caplog.text  # parsed in tasks, embedded in the actor pool
-    assert isinstance(local, ShardedIndex) and isinstance(on_ray, ShardedIndex)
+    assert local.n_shards == on_ray.n_shards == 3
     assert [c.id for c in on_ray.chunks] == [c.id for c in local.chunks]
-    stats = [json.loads((i.version_dir / "global_bm25.json").read_text()) for i in (local, on_ray)]
-    assert stats[0] == stats[1] and stats[0]["terms"]
-    # Every shard file has the same SHA-256: chunks, BM25 arrays and the faiss vectors.
-    assert _shard_manifests(on_ray) == _shard_manifests(local)
+    # Every segment file has the same SHA-256: chunks, BM25 arrays and the faiss vectors.
+    assert _segment_manifests(on_ray) == _segment_manifests(local)
     for query in QUERIES:
         for mode in ("keyword", "vector", "hybrid"):
             assert hits_of(on_ray, query, mode, None) == hits_of(local, query, mode, None)
@@ -72,10 +66,9 @@ def test_ray_actors_serve_what_threads_serve(
     single = Index.build([corpus], tmp_path / "one", embedder=embedder, **settings())
     threads = Index.open(tmp_path / "idx", embedder=embedder)
     actors = Index.open(tmp_path / "idx", embedder=embedder)
-    assert isinstance(actors, ShardedIndex)
     search = serve_on_ray(actors)
     try:
-        assert len(search.actors) == sum(s.state is not None for s in actors.shards)
+        assert len(search.actors) == len({s.shard for s in actors.segments})
         for query in QUERIES:
             for flt in FILTERS:
                 for mode in ("keyword", "vector", "hybrid"):
@@ -94,9 +87,8 @@ def test_ray_documents_build_equals_local_build(local_cluster: None, tmp_path: P
     on_ray = Index.from_documents(
         iter(docs), tmp_path / "ray", shards=3, vector=False, engine="ray"
     )
-    assert isinstance(local, ShardedIndex) and isinstance(on_ray, ShardedIndex)
     assert [c.id for c in on_ray.chunks] == [c.id for c in local.chunks]
-    assert _shard_manifests(on_ray) == _shard_manifests(local)
+    assert _segment_manifests(on_ray) == _segment_manifests(local)
 
 
 class _Cluster:

@@ -1,5 +1,5 @@
-"""Sharded writes as one commit: one writer lock, shard versions pinned by content, never
-reused, collected by what the kept top versions name; debris and a full disk handled."""
+"""Sharded writes as one commit: one writer lock, segments pinned by content, never reused,
+collected by what the kept versions name; debris and a full disk handled."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from ragtools.indexes import shard_writer
 from ragtools.indexes.bundle import Index, open_version
-from ragtools.indexes.shards import SHARDS_MANIFEST, ShardedIndex, shard_dir, shard_of
+from ragtools.indexes.segments import shard_of
+from ragtools.indexes.testing import live_segment
 from ragtools.indexes.versions import current_version, list_versions, switch_version
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
@@ -54,12 +54,10 @@ def _hits(index: Index, query: str) -> list[tuple[str, float, str]]:
     ]
 
 
-def _named_shard_versions(root: Path) -> dict[int, set[str]]:
-    named: dict[int, set[str]] = {}
-    for top in list_versions(root):
-        data = json_of(top / SHARDS_MANIFEST)
-        for number, entry in enumerate(data["shards"]):
-            named.setdefault(number, set()).add(entry["version"])
+def _named_segments(root: Path) -> set[str]:
+    named: set[str] = set()
+    for version in list_versions(root):
+        named |= {Path(e["path"]).name for e in json_of(version / "version.json")["segments"]}
     return named
 
 
@@ -90,31 +88,23 @@ def test_rollback_update_rollback_gives_a_fresh_builds_results(tmp_path: Path) -
         return
     assert bravo and _hits(index, "versionbravo") == bravo
     assert _hits(index, "versioncharlie") == []
-    numbers = [sorted(p.name for p in list_versions(shard_dir(idx, s))) for s in range(2)]
-    assert all(len(set(n)) == len(n) for n in numbers)
 
 
-def test_a_shard_version_not_the_pinned_one_is_a_load_error(tmp_path: Path) -> None:
+def test_a_segment_not_the_pinned_one_is_a_load_error(tmp_path: Path) -> None:
     src = _sources(tmp_path)
     idx = tmp_path / "idx"
     Index.build([src], idx, shards=2, keep_versions=3, **OPTIONS)
-    (src / "f1.md").write_text("changed text about wasps", encoding="utf-8")
-    (src / "f2.md").write_text("changed text about ants", encoding="utf-8")
-    Index.open(idx).update()
-    top = current_version(idx)
-    entry = json_of(top / SHARDS_MANIFEST)["shards"][0]
+    entry = json_of(current_version(idx) / "version.json")["segments"][0]
     assert len(entry["manifest_sha256"]) == 64
-    shard = shard_dir(idx, 0) / "versions"
-    older = sorted(p.name for p in shard.iterdir() if p.name != entry["version"])
-    assert older, "the build's version of shard 0 is kept for the first top version"
-    # what reusing a name after a cleanup did: another version under the pinned name
-    shutil.rmtree(shard / entry["version"])
-    shutil.copytree(shard / older[-1], shard / entry["version"])
-    with pytest.raises(IndexLoadError, match="not the one top version v-000002 was built with"):
+    # what reusing a name after a cleanup did: another segment under the pinned name
+    victim, other = live_segment(idx, 0), live_segment(idx, 1)
+    shutil.rmtree(victim)
+    shutil.copytree(other, victim)
+    with pytest.raises(IndexLoadError, match="not the segment this version was written with"):
         Index.open(idx)
 
 
-def test_shard_versions_are_collected_by_what_the_kept_top_versions_name(tmp_path: Path) -> None:
+def test_segments_are_collected_by_what_the_kept_versions_name(tmp_path: Path) -> None:
     src = _sources(tmp_path)
     idx = tmp_path / "idx"
     Index.build([src], idx, shards=3, **OPTIONS)
@@ -124,18 +114,12 @@ def test_shard_versions_are_collected_by_what_the_kept_top_versions_name(tmp_pat
         Index.open(idx).update()
         if round_ == 1:
             _rollback(idx, "v-000002")
-    tops = [p.name for p in list_versions(idx)]
-    assert tops == ["v-000004", "v-000005"]
-    named = _named_shard_versions(idx)
-    # files go to shards by a hash of their path, so a shard may have got none (no folder)
-    filled = [number for number in range(3) if shard_dir(idx, number).exists()]
-    assert filled
-    for number in filled:
-        kept = {p.name for p in list_versions(shard_dir(idx, number))}
-        shard_live = current_version(shard_dir(idx, number)).name
-        assert kept - {shard_live} <= named[number] <= kept
-    for top in tops:
-        _rollback(idx, top)
+    versions = [p.name for p in list_versions(idx)]
+    assert versions == ["v-000004", "v-000005"]
+    on_disk = {p.name for p in (idx / "segments").iterdir()}
+    assert on_disk == _named_segments(idx)
+    for version in versions:
+        _rollback(idx, version)
         assert len(Index.open(idx)) == 6
 
 
@@ -143,10 +127,13 @@ def test_debris_of_killed_writers_goes_from_every_shard(tmp_path: Path) -> None:
     src = _sources(tmp_path)
     idx = tmp_path / "idx"
     Index.build([src], idx, shards=3, **OPTIONS)
-    debris = [idx / "shards" / ".staging-0123abcd", idx / "versions" / ".tmp-new-0123abcd"]
-    for number in range(3):
-        debris.append(shard_dir(idx, number) / "versions" / ".tmp-new-feedf00d")
-        debris.append(shard_dir(idx, number) / ".CURRENT.feedf00d.tmp")
+    debris = [
+        idx / "segments" / ".tmp-staging-0123abcd",
+        idx / "segments" / ".tmp-0123abcd",
+        idx / "segments" / "s-0123456789ab",  # published by a writer killed before its commit
+        idx / "versions" / ".tmp-new-0123abcd",
+        idx / ".CURRENT.feedf00d.tmp",
+    ]
     for path in debris:
         path.parent.mkdir(parents=True, exist_ok=True)  # a shard may hold no file yet
         if path.name.endswith(".tmp"):
@@ -197,7 +184,7 @@ def test_a_full_disk_during_a_sharded_update_names_enospc(
         Path(path).write_bytes(b"\x93NUMPY")
         raise OSError("228780 requested and 49120 written")
 
-    monkeypatch.setattr(shard_writer, "save_npy", short_write)
+    monkeypatch.setattr("ragtools.indexes.writer.write_chunks", short_write)
     with pytest.raises(IndexStateError, match=rf"^{idx}: no space left on device \(ENOSPC\)"):
         Index.open(idx).update()
     monkeypatch.undo()
@@ -244,7 +231,7 @@ def test_a_really_full_disk_leaves_the_previous_version_live(
     assert str(idx) in message and "is unchanged" in message
     assert current_version(idx).name == "v-000001"
     index = Index.open(idx)
-    assert isinstance(index, ShardedIndex) == bool(shards)
+    assert index.n_shards == (shards or 1)
     assert _hits(index, "honey") == before
     (src / "big.md").unlink()
     index.update()  # space again: the next write succeeds and leaves no debris

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ragtools.indexes import shard_writer
 from ragtools.indexes.bundle import Index
-from ragtools.indexes.shards import ShardedIndex, shard_of
+from ragtools.indexes.segments import shard_of
+from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Document
 from ragtools.retrieval.keyword import KeywordRetriever
 
@@ -57,13 +57,13 @@ def test_documents_are_read_lazily_and_one_shard_is_held_at_a_time(
 
     # While a shard is split, the documents alive are that shard's: the others are on disk.
     held: list[tuple[int, int]] = []
-    real_chunk_units = shard_writer.chunk_units
+    real_split = IndexWriter.split
 
-    def counting_chunk_units(units: Any, settings: Any) -> Any:
-        held.append((alive(), len(units)))
-        return real_chunk_units(units, settings)
+    def counting_split(self: IndexWriter, docs: Any) -> Any:
+        held.append((alive(), len(docs)))
+        return real_split(self, docs)
 
-    monkeypatch.setattr(shard_writer, "chunk_units", counting_chunk_units)
+    monkeypatch.setattr(IndexWriter, "split", counting_split)
     stream = documents()
     sharded = Index.from_documents(stream, tmp_path / "many", shards=N_SHARDS, vector=False)
     assert yielded == N_DOCS and next(stream, None) is None  # the iterator was read once
@@ -74,15 +74,15 @@ def test_documents_are_read_lazily_and_one_shard_is_held_at_a_time(
     assert [n for _, n in held] == per_shard
     assert [a for a, _ in held] == per_shard  # never more than the shard being built
     assert max(per_shard) < N_DOCS
-    assert not list((tmp_path / "many" / "shards").glob(".staging-*"))  # spill files removed
+    assert not list((tmp_path / "many" / "segments").glob(".tmp-*"))  # spill files removed
 
     # ... and the result is one index's.
     monkeypatch.undo()
     single = Index.from_documents(
         (document(i) for i in range(N_DOCS)), tmp_path / "one", vector=False
     )
-    assert isinstance(sharded, ShardedIndex)
-    assert [c.id for c in sharded.chunks] == [c.id for c in single.chunks]
+    assert sharded.n_shards == N_SHARDS
+    assert sorted(c.id for c in sharded.chunks) == sorted(c.id for c in single.chunks)
     for query in ("alpha beta", "theta kappa mu", "zeta"):
         expected = [(h.chunk_id, h.score) for h in KeywordRetriever(single, k=10).invoke(query)]
         got = [(h.chunk_id, h.score) for h in KeywordRetriever(sharded, k=10).invoke(query)]
@@ -96,14 +96,19 @@ def test_metadata_round_trips_through_the_spill(tmp_path: Path) -> None:
     ]
     sharded = Index.from_documents(iter(docs), tmp_path / "many", shards=2, vector=False)
     single = Index.from_documents(docs, tmp_path / "one", vector=False)
-    assert [c.model_dump() for c in sharded.chunks] == [c.model_dump() for c in single.chunks]
+
+    def dumped(index: Index) -> list[dict[str, Any]]:
+        return sorted((c.model_dump() for c in index.chunks), key=lambda c: c["id"])
+
+    assert dumped(sharded) == dumped(single)
 
 
-def test_a_sharded_index_opens_without_parsing_its_chunks(
+def test_large_segments_open_without_parsing_their_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragtools.indexes import _chunk_file
+    from ragtools.indexes import _chunk_file, bundle
 
+    monkeypatch.setattr(bundle, "LAZY_ROWS", 0)  # every segment counts as large
     Index.from_documents(
         (document(i) for i in range(N_DOCS)), tmp_path / "many", shards=N_SHARDS, vector=False
     )
@@ -122,10 +127,11 @@ def test_a_sharded_index_opens_without_parsing_its_chunks(
     sharded = Index.open(tmp_path / "many")
     assert parsed == 0 and len(sharded.chunks) == N_DOCS
     hits = KeywordRetriever(sharded, k=3).invoke("theta kappa")
-    assert parsed == 3  # the hits' chunks only (no chunk key of every row)
+    assert parsed < 40  # the candidates' and hits' chunks, not every row's
     expected = KeywordRetriever(single, k=3).invoke("theta kappa")
     assert [(h.chunk_id, h.score) for h in hits] == [(h.chunk_id, h.score) for h in expected]
-    assert sharded.chunks[-1] == single.chunks[-1] and sharded.chunks[2:5] == single.chunks[2:5]
+    by_id = {c.id: c for c in single.chunks}
+    assert all(by_id[c.id] == c for c in sharded.chunks[2:5]) and sharded.chunks[-1].id in by_id
     with pytest.raises(IndexError):
         sharded.chunks[N_DOCS]
 
@@ -149,12 +155,16 @@ def test_chunk_file_reads_what_the_store_wrote(tmp_path: Path) -> None:
         ChunkFile(tmp_path / "absent.jsonl")
 
 
-def test_a_shards_document_ids_are_read_at_the_first_text_lookup(tmp_path: Path) -> None:
-    """Opening holds no document id of any shard; a lookup reads its shard's ids then, and
+def test_a_large_segments_document_ids_are_read_at_the_first_text_lookup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening holds no document id of a large segment; a lookup reads its ids then, and
     ids that do not fit the stored texts are named when they are read."""
+    from ragtools.indexes import bundle
     from ragtools.indexes.doc_texts import ChainedTexts, DocumentTexts
     from ragtools.parsers import IndexLoadError
 
+    monkeypatch.setattr(bundle, "LAZY_ROWS", 0)
     docs = [document(i) for i in range(N_DOCS)]
     Index.from_documents(iter(docs), tmp_path / "many", shards=N_SHARDS, vector=False)
     sharded = Index.open(tmp_path / "many")

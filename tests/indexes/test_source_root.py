@@ -11,14 +11,14 @@ from ragtools.indexes._persist import _SELF, _self_digest
 from ragtools.indexes.manifest import FORMAT_VERSION, SOURCE_ROOT, migrate
 from ragtools.indexes.sources import source_root
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.indexes.versions import current_version
+from tests.indexes.legacy import as_legacy
 
 CODE = "Steps:\n\n    pip install ragtools\n    rag build docs/"
 
 
 def _as_format_2(index: Index) -> None:
     """Rewrite the live manifest as format 2 wrote it: no source root."""
-    path = current_version(index.path) / "manifest.json"
+    path = as_legacy(index.path) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8"))
     del manifest[SOURCE_ROOT]
     manifest["format_version"] = 2

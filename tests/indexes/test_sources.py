@@ -36,7 +36,7 @@ def test_update_reuses_the_recorded_selection_and_keeps_skips_apart(tmp_path: Pa
     reopened = Index.open(tmp_path / "i", embedder=FakeEmbedder())
     report = reopened.update()
     assert report.added == [str(root / "b.md")] and report.changed == report.removed == []
-    assert report.unchanged == 2  # a.md, and pic.png: skipped, not parsed again
+    assert report.unchanged == 1  # a.md; pic.png is skipped, not counted unchanged (#36)
     assert report.skipped == index.skipped
     assert reopened.skipped == index.skipped and reopened.selection == rules
 
@@ -113,10 +113,10 @@ def test_an_index_inside_its_own_sources_never_indexes_itself(tmp_path: Path) ->
     index = Index.build([src], src / "idx", vector=False)
     sources = sorted(c.source for c in index.chunks)
     for _ in range(2):
-        Index.open(src / "idx").update()
+        report = Index.open(src / "idx").update()
         reopened = Index.open(src / "idx")
         assert sorted(c.source for c in reopened.chunks) == sources
-        assert (str(src / "idx"), INDEX_FOLDER) in reopened.skipped
+        assert (str(src / "idx"), INDEX_FOLDER) in report.skipped
 
 
 def test_a_file_too_large_to_parse_is_fingerprinted_without_reading_it(

@@ -1,6 +1,6 @@
 """Documents routed to shards without holding them all: one JSON-lines file per shard.
 
-A sharded build from documents (rather than files) cannot build shard 0 before it has seen
+A sharded build from documents (rather than files) cannot write shard 0 before it has seen
 the last document, since any document may belong to it. Holding every document until then
 makes the build's memory grow with the corpus. Instead :func:`spill` reads the documents
 once, lazily, and appends each to its shard's file in a staging directory inside the index
@@ -26,17 +26,18 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_core import PydanticSerializationError
 
-from ragtools.indexes.shards import shard_of
+from ragtools.indexes.segments import SEGMENTS, shard_of
 from ragtools.parsers.document import Document, json_text
 
-STAGING_PREFIX = ".staging-"
+STAGING_PREFIX = ".tmp-staging-"
+"""Under ``segments/``, whose ``.tmp-`` entries are debris the next commit removes (a killed
+build's staging files included)."""
 
 
 @contextmanager
 def staging(root: str | Path) -> Iterator[Path]:
-    """A fresh staging directory under ``root``'s shards (a directory a half-built index may
-    hold), removed on exit."""
-    directory = Path(root) / "shards" / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+    """A fresh staging directory under ``root``'s segments, removed on exit."""
+    directory = Path(root) / SEGMENTS / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     directory.mkdir(parents=True)
     try:
         yield directory
