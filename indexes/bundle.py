@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -38,7 +38,7 @@ from ragtools.indexes._bm25_math import Vocabulary
 from ragtools.indexes._chunk_file import ChunkFile, LiveChunks
 from ragtools.indexes._persist import read_manifest, sha256_file
 from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.doc_texts import ChainedTexts, DocumentTexts
+from ragtools.indexes.doc_texts import TEXTS_DIR, ChainedTexts, DocumentTexts
 from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache
 from ragtools.indexes.manifest import (
@@ -184,6 +184,8 @@ class SegmentedBM25:
         self._view = view
         self.params = template.params
         self.tokenizer = template.tokenizer
+        self.variant, self.k1, self.b = template.variant, template.k1, template.b
+        self.epsilon, self.delta, self.k3 = template.epsilon, template.delta, template.k3
 
     def __len__(self) -> int:
         return self._view.n_live
@@ -250,6 +252,36 @@ class _SegmentView:
             first = list(self._pool.map(lambda call: call(k), calls))
             return merged_top(n, lambda s, d: first[s] if d == k else calls[s](d), self.keys, k)
         return merged_top(n, lambda s, d: calls[s](d), self.keys, k)
+
+
+class LiveTexts(Mapping[str, str]):
+    """The texts of the documents that still have a live chunk: a deleted document's text
+    stays in its segment, but is not the version's."""
+
+    def __init__(self, texts: Mapping[str, str], chunks: Sequence[Chunk]) -> None:
+        self._texts = texts
+        self._chunks = chunks
+        self._live: set[str] | None = None
+
+    def _live_ids(self) -> set[str]:
+        if self._live is None:
+            self._live = {c.doc_id for c in self._chunks}
+        return self._live
+
+    def __getitem__(self, doc_id: str) -> str:
+        if doc_id not in self._live_ids():
+            raise KeyError(doc_id)
+        return self._texts[doc_id]
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._live_ids() and doc_id in self._texts
+
+    def __iter__(self) -> Iterator[str]:
+        live = self._live_ids()
+        return (doc_id for doc_id in self._texts if doc_id in live)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class LiveKeys:
@@ -331,9 +363,15 @@ def segmented_state(
                 size += int((~mask).sum() if owners is None else (~mask[owners]).sum())
         vector = cast(WindowedVectorIndex, SegmentedVectors(groups, view, size))
     stored = [p.texts for p in held if p.texts is not None]
-    texts = ChainedTexts(stored) if stored else None
+    texts: Mapping[str, str] | None = None
+    if stored:
+        texts = ChainedTexts(stored)
+        if any(mask.any() for mask in deleted):
+            texts = LiveTexts(texts, chunks)
     summary = dict(manifest)
     summary["segments"] = [e.to_json() for e in entries]
+    if held and DOCUMENT_TEXTS not in summary:
+        summary[DOCUMENT_TEXTS] = TEXTS_DIR if len(stored) == len(held) else None
     return IndexState(
         settings, chunks, bm25, vector, summary, texts, keys, stats, entries, parts, deleted
     )

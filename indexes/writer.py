@@ -400,10 +400,11 @@ class IndexWriter:
                 self.write_segment(plan, shard, chunks, _texts(docs))
         skipped = sorted(set(walk_skipped) | set(kept_skips) | set(parse_skipped))
         skipped_paths = {p for p, _ in skipped}
+        was_skipped = {p for p, _ in index.skipped}
         report = UpdateReport(
             added=[f for f in files if f not in before and f not in skipped_paths],
             changed=[f for f in stale if f in before and f not in skipped_paths],
-            removed=sorted(p for p in gone if p not in skipped_paths),
+            removed=sorted(p for p in gone if p not in was_skipped),
             unchanged=len([f for f in files if f not in stale_set and f not in skipped_paths]),
             failures=failures,
             skipped=skipped,
@@ -714,6 +715,7 @@ class IndexWriter:
                     "replaced": replaced,
                     "segments": len(entries),
                     "deleted_rows": sum(e.n_deleted for e in entries),
+                    **({"shards": n_shards} if n_shards > 1 else {}),
                 },
                 **carried,
             }

@@ -314,7 +314,7 @@ def _megabytes(size: int) -> str:
 
 def _summary(index: Index) -> list[tuple[str, str]]:
     info = index.info()
-    counts: dict[str, Any] = info.get("counts") or {}  # a sharded index's are summed there
+    counts: dict[str, Any] = info.get("counts") or {}
     settings: dict[str, Any] = info["settings"] or {}
     defaults = IndexSettings().model_dump()
     changed = [f"{k} {v!r}" for k, v in settings.items() if defaults.get(k) != v]
@@ -329,6 +329,12 @@ def _summary(index: Index) -> list[tuple[str, str]]:
         ),
         ("chunks", f"{counts.get('chunks')} from {counts.get('documents')} documents"),
         ("vectors", f"{counts.get('vectors')}"),
+        (
+            "segments",
+            f"{counts.get('segments')}"
+            + (f" in {counts['shards']} shards" if counts.get("shards") else "")
+            + f", {counts.get('deleted_rows', 0)} deleted rows",
+        ),
         (
             "model",
             f"{embedder.get('model_id')} ({embedder.get('dim')} dims, {embedder.get('kind')})"

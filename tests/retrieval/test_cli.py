@@ -12,6 +12,7 @@ import pytest
 
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.indexes.bundle import Index
+from ragtools.indexes.testing import live_segment
 from ragtools.parsers import Chunk
 
 RAG = Path(sys.executable).with_name("rag")
@@ -70,7 +71,8 @@ def test_hybrid_on_a_keyword_only_index_falls_back(keyword_index: Path) -> None:
 def test_info(keyword_index: Path) -> None:
     info = json.loads(rag("info", str(keyword_index), "--json").stdout)
     assert info["counts"]["chunks"] == 2
-    assert info["format"] == "ragtools-index"
+    assert info["format"] == "ragtools-version"
+    assert info["counts"]["segments"] == 1 and info["counts"]["deleted_rows"] == 0
     assert info["settings"]["vector"] is False
     assert info["settings"]["bm25"] == {}  # the defaults, which info spells out:
     assert info["bm25"] == BM25Index().params
@@ -123,8 +125,7 @@ def test_damaged_index_is_reported(keyword_index: Path, tmp_path: Path) -> None:
 
     copy = tmp_path / "copy"
     shutil.copytree(keyword_index, copy)
-    version = (copy / "CURRENT").read_text().strip()
-    store = copy / "versions" / version / "chunks.jsonl"
+    store = live_segment(copy) / "chunks.jsonl"
     store.write_text(store.read_text() + "tampered\n")
     proc = rag("search", str(copy), "bees", "--mode", "keyword", check=False)
     assert proc.returncode == 2 and "chunks.jsonl" in proc.stderr and "checksum" in proc.stderr

@@ -222,7 +222,7 @@ def test_info_is_a_short_human_summary(tmp_path: Path) -> None:
     lines = rag("info", str(index)).stdout.splitlines()
     labels = [line.split()[0] for line in lines]
     assert labels == [
-        "index", "created", "files", "chunks", "vectors", "model", "settings", "bm25",
+        "index", "created", "files", "chunks", "vectors", "segments", "model", "settings", "bm25",
         "sources", "selection", "size", "versions",
     ]  # fmt: skip
     summary = dict(line.split(None, 1) for line in lines)

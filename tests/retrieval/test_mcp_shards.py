@@ -10,7 +10,6 @@ import ray
 from mcp import Client
 
 from ragtools.indexes.bundle import Index
-from ragtools.parsers import ConfigError
 from ragtools.retrieval.integrations.mcp import build_server
 from tests.retrieval.test_mcp import docs, expected, run, text_of  # noqa: F401 (fixture)
 
@@ -51,8 +50,3 @@ def test_sharded_index_served_like_one_index(indexes: tuple[Path, Path], on_ray:
     for query, (content, structured) in zip(QUERIES, answers, strict=True):
         want_content, want_hits = expected(one, query)
         assert content == want_content and structured == {"hits": want_hits}
-
-
-def test_ray_serving_needs_a_sharded_index(indexes: tuple[Path, Path]) -> None:
-    with pytest.raises(ConfigError, match="sharded"):
-        build_server([indexes[0]], ray="")
