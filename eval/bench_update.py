@@ -89,16 +89,23 @@ def _made_up_words(n: int, seed: int) -> list[str]:
     seen = set(COMMON)
     words: list[str] = []
     while len(words) < n:
-        syllables = 1 + min(2, len(words) * 3 // n + int(rng.integers(0, 2)))
-        word = "".join(
-            ONSETS[rng.integers(len(ONSETS))]
-            + VOWELS[rng.integers(len(VOWELS))]
-            + CODAS[rng.integers(len(CODAS))]
-            for _ in range(syllables)
+        ranks = np.arange(len(words), len(words) + n)
+        syllables = 1 + np.minimum(2, ranks * 3 // n + rng.integers(0, 2, n))
+        parts = zip(
+            rng.integers(len(ONSETS), size=(n, 3)).tolist(),
+            rng.integers(len(VOWELS), size=(n, 3)).tolist(),
+            rng.integers(len(CODAS), size=(n, 3)).tolist(),
+            syllables.tolist(),
+            strict=True,
         )
-        if word not in seen:
-            seen.add(word)
-            words.append(word)
+        for onsets, vowels, codas, count in parts:
+            word = "".join(
+                ONSETS[o] + VOWELS[v] + CODAS[c]
+                for o, v, c in zip(onsets[:count], vowels[:count], codas[:count], strict=True)
+            )
+            if word not in seen and len(words) < n:
+                seen.add(word)
+                words.append(word)
     return words
 
 
