@@ -14,7 +14,8 @@ each command a child process of the ``rag`` entry point beside this Python:
 4. ``rag search IDX WORD --mode keyword --json``: the edited file must be the hit, so a fast
    update that lost the edit does not count.
 
-For the build and the update it reports the wall time, the CPU time of the child (user +
+For the build and the update (and ``rag --version``, the floor every command pays for the
+interpreter and imports) it reports the wall time, the CPU time of the child (user +
 system, from ``getrusage(RUSAGE_CHILDREN)``) and what the kernel counted in ``/proc/PID/io``
 (read while the child is a zombie, so it covers all its threads and the children it reaped):
 ``wchar`` (bytes passed to ``write``) and ``write_bytes`` (bytes sent towards the disk).
@@ -30,7 +31,10 @@ The bytes an update writes are measured twice:
 Both are compared with the index's bytes before the update (every file under IDX, hard links
 once). The acceptance bars of issue 33 are: the update's wall time at most 10% of the
 build's, and its writes at most 5% of the index's bytes (both measures, where ``/proc`` has
-them). Nothing here is a unit test: the smoke test only checks the report's shape.
+them). Wall time is what a user waits for, so the bar uses it; on a machine busy with other
+work it stretches, and the CPU ratio is the steadier reading. The sources are freshly written,
+so both commands read them from the page cache. Nothing here is a unit test: the smoke test
+only checks the report's shape.
 
 Texts are made one at a time from a generator seeded per folder of 1,000 files, so a million
 files (``--files 1000000 --shards 16``) never sit in memory together.
@@ -202,7 +206,7 @@ def run(arguments: list[str], logs: Path) -> dict[str, Any]:
     The child writes its output to files in ``logs`` (no pipe to drain), so it can be waited
     for without being reaped: its ``/proc/PID/io`` stays readable until :meth:`Popen.wait`.
     """
-    name = arguments[0]
+    name = arguments[0].lstrip("-")
     out, err = logs / f"{name}.stdout", logs / f"{name}.stderr"
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -253,6 +257,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     _progress(f"writing {args.files:,} Markdown files under {source}")
     source_bytes = corpus.write(source)
 
+    startup = run(["--version"], logs)  # interpreter and CLI imports: every command's floor
     build_args = ["build", str(source), "--out", str(index), "--no-vector"]
     if args.shards:
         build_args += ["--shards", str(args.shards)]
@@ -274,6 +279,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "seed": args.seed,
         "source_bytes": source_bytes,
         "edited": {"path": str(edited), "appended": sentence},
+        "startup": startup,
         "build": build,
         "update": update,
         "index_bytes": index_bytes,
@@ -317,6 +323,8 @@ def summary(report: dict[str, Any]) -> str:
         f"{report['files']:,} Markdown files ({_mb(report['source_bytes'])}), BM25 only, "
         f"{report['shards']} shard(s); index {_mb(report['index_bytes'])} in "
         f"{report['index_files']} files",
+        f"  startup {report['startup']['wall_s']:9.2f} s wall "
+        f"{report['startup']['cpu_s']:9.2f} s CPU   (rag --version: what any command costs)",
         f"  build   {build['wall_s']:9.2f} s wall {build['cpu_s']:9.2f} s CPU",
         f"  update  {update['wall_s']:9.2f} s wall {update['cpu_s']:9.2f} s CPU   "
         f"({update['stdout'].splitlines()[0] if update['stdout'] else 'no output'})",

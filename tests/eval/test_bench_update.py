@@ -39,6 +39,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def _check_report(report: dict[str, Any], files: int, shards: int) -> None:
     assert report["files"] == files and report["shards"] == shards
     build, update = report["build"], report["update"]
+    assert report["startup"]["stdout"].startswith("rag ")
     assert re.match(rf"built .*: \d+ chunks from {files} files", build["stdout"])
     assert f"0 added, 1 changed, 0 removed, {files - 1} unchanged" in update["stdout"]
     for run in (build, update):
