@@ -47,13 +47,14 @@ import json
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from tqdm import tqdm
@@ -168,19 +169,27 @@ class Corpus:
         return total
 
 
-def _snapshot(root: Path) -> dict[tuple[int, int], tuple[int, int]]:
-    """(device, inode) -> (size, mtime_ns) of every file under ``root`` (hard links once)."""
+class Seen(NamedTuple):
+    size: int
+    mtime_ns: int
+    path: str  # relative to the index folder (one of its names, for a hard-linked file)
+
+
+def _snapshot(root: Path) -> dict[tuple[int, int], Seen]:
+    """(device, inode) -> what a file was, for every regular file under ``root``."""
     found = {}
     for path in root.rglob("*"):
         info = path.lstat()
-        if path.is_file() and not path.is_symlink():
-            found[(info.st_dev, info.st_ino)] = (info.st_size, info.st_mtime_ns)
+        if stat.S_ISREG(info.st_mode):
+            relative = path.relative_to(root).as_posix()
+            found[(info.st_dev, info.st_ino)] = Seen(info.st_size, info.st_mtime_ns, relative)
     return found
 
 
-def _written(before: dict[Any, tuple[int, int]], after: dict[Any, tuple[int, int]]) -> list[int]:
-    """Sizes of the files in ``after`` that are new or changed since ``before``."""
-    return [size for key, (size, mtime) in after.items() if before.get(key) != (size, mtime)]
+def _written(before: dict[Any, Seen], after: dict[Any, Seen]) -> dict[str, int]:
+    """Path -> size of the files in ``after`` that are new or changed since ``before``."""
+    old = {key: seen[:2] for key, seen in before.items()}
+    return {seen.path: seen.size for key, seen in after.items() if old.get(key) != seen[:2]}
 
 
 def _proc_io(pid: int) -> dict[str, int] | None:
@@ -271,7 +280,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     update = run(["update", str(index)], logs)
     after = _snapshot(index)
     written = _written(before, after)
-    index_bytes = sum(size for size, _ in before.values())
+    index_bytes = sum(seen.size for seen in before.values())
     io = update["io"]
     return {
         "files": args.files,
@@ -284,9 +293,10 @@ def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "update": update,
         "index_bytes": index_bytes,
         "index_files": len(before),
-        "index_bytes_after_update": sum(size for size, _ in after.values()),
+        "index_bytes_after_update": sum(seen.size for seen in after.values()),
         "update_written_files": len(written),
-        "update_written_bytes": sum(written),
+        "update_written_bytes": sum(written.values()),
+        "update_written": dict(sorted(written.items())),
         "update_io_write_bytes": io["write_bytes"] if io else None,
         "search": check_search(index, edited, logs),
     }

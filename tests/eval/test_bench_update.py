@@ -51,6 +51,10 @@ def _check_report(report: dict[str, Any], files: int, shards: int) -> None:
     # the update wrote something (a changed file is indexed again), never more than is there
     assert 0 < report["update_written_files"] <= report["index_files"] * 2
     assert 0 < report["update_written_bytes"] <= report["index_bytes_after_update"]
+    written = report["update_written"]
+    assert len(written) == report["update_written_files"]
+    assert sum(written.values()) == report["update_written_bytes"]
+    assert "CURRENT" in written  # the update made a new version live
     assert report["bytes_ratio"] == pytest.approx(
         report["update_written_bytes"] / report["index_bytes"]
     )
