@@ -97,7 +97,10 @@ class IndexState:
     entries: Sequence[SegmentEntry] = ()
     """The version's segments, in row order."""
     parts: Sequence[IndexState | None] = ()
-    """Each segment's own contents (``None``: held elsewhere, e.g. by a Ray actor)."""
+    """Each segment's own contents, as searched (``None``: held elsewhere, e.g. by a Ray
+    actor)."""
+    loaded: Sequence[IndexState | None] = ()
+    """Each segment's contents as read from disk, before scoring with the statistics."""
     deleted: Sequence[npt.NDArray[np.bool_]] = ()
     """Each segment's deleted rows."""
 
@@ -373,8 +376,9 @@ def segmented_state(
     if held and DOCUMENT_TEXTS not in summary:
         summary[DOCUMENT_TEXTS] = TEXTS_DIR if len(stored) == len(held) else None
     return IndexState(
-        settings, chunks, bm25, vector, summary, texts, keys, stats, entries, parts, deleted
-    )
+        settings, chunks, bm25, vector, summary, texts,
+        keys=keys, stats=stats, entries=entries, parts=parts, deleted=deleted,
+    )  # fmt: skip
 
 
 class Index:
@@ -711,11 +715,14 @@ def read_version(
     mmap: bool = True,
     shard: int | None = None,
     stats: GlobalStats | None = None,
+    reuse: Mapping[str, IndexState] | None = None,
 ) -> IndexState:
     """Read and check one version and every segment it names; see :mod:`indexes.segments`.
 
     ``shard`` reads only that shard's segments (a Ray actor's part), scoring BM25 with the
-    version's collection statistics ``stats`` as the whole index computed them.
+    version's collection statistics ``stats`` as the whole index computed them. ``reuse``
+    gives segments already read, as read (:attr:`IndexState.loaded`), by path: a writer's
+    new version reads only the segments it wrote (segments never change).
 
     Raises:
         IndexLoadError: a missing, damaged or tampered file (named), or a segment other than
@@ -728,17 +735,22 @@ def read_version(
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexLoadError(where, f"invalid settings ({exc})") from exc
     _check_tracked(where, manifest)
-    parts: list[IndexState | None] = []
+    loaded: list[IndexState | None] = []
     deleted: list[npt.NDArray[np.bool_]] = []
+    known = reuse or {}
     for entry in entries:
         deleted.append(read_deleted(directory, entry))
         if shard is not None and entry.shard != shard:
-            parts.append(None)
-            continue
-        parts.append(_read_segment(root, entry, mmap=mmap, where=where))
+            loaded.append(None)
+        elif entry.path in known:
+            loaded.append(known[entry.path])
+        else:
+            loaded.append(_read_segment(root, entry, mmap=mmap, where=where))
+    parts = loaded
     if settings.keyword:
-        parts, stats = _score_together(parts, entries, deleted, where, stats)
-    return segmented_state(settings, parts, deleted, manifest, entries, stats=stats)
+        parts, stats = _score_together(loaded, entries, deleted, where, stats)
+    state = segmented_state(settings, parts, deleted, manifest, entries, stats=stats)
+    return replace(state, loaded=loaded)
 
 
 def _read_segment(root: Path, entry: SegmentEntry, *, mmap: bool, where: Path) -> IndexState:
@@ -755,6 +767,16 @@ def _read_segment(root: Path, entry: SegmentEntry, *, mmap: bool, where: Path) -
         msg = f"segment {entry.name} has {len(part.chunks)} rows, the version says {entry.rows}"
         raise IndexLoadError(where, msg)
     return part
+
+
+def _without(bm25: BM25Index, deleted: npt.NDArray[np.bool_]) -> BM25Index:
+    """A copy of ``bm25`` with the ``deleted`` rows deleted (``bm25`` is left as it is)."""
+    copy = type(bm25).from_arrays(
+        bm25.corpus().vocab, bm25.arrays(), tokenizer=bm25.tokenizer, **bm25.weight_params,
+        k3=bm25.k3,
+    )  # fmt: skip
+    copy.delete(np.flatnonzero(deleted))
+    return copy
 
 
 def _score_together(
@@ -777,9 +799,12 @@ def _score_together(
     as_stored = stats is None and entries[0].canonical and not deleted[0].any()
     if only is not None and only.bm25 is not None and as_stored:
         return parts, GlobalStats.merge([ShardCounts.of(only.bm25)])
-    for part, mask in zip(parts, deleted, strict=True):
-        if part is not None and part.bm25 is not None and mask.any():
-            part.bm25.delete(np.flatnonzero(mask))
+    parts = [  # the segments as read are kept unchanged, for the next version to reuse
+        p
+        if p is None or p.bm25 is None or not mask.any()
+        else replace(p, bm25=_without(p.bm25, mask))
+        for p, mask in zip(parts, deleted, strict=True)
+    ]
     present = [p.bm25 for p in parts if p is not None and p.bm25 is not None]
     if not present:
         return parts, stats

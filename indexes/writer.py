@@ -733,7 +733,12 @@ class IndexWriter:
 
         with writer_lock(index.path):  # the new version stays live until the index pins it
             final = write_version(index.path, write, keep=None)
-            state = read_version(index.path, final)
+            reuse = {
+                entry.path: part
+                for entry, part in zip(index.state.entries, index.state.loaded, strict=False)
+                if part is not None
+            }
+            state = read_version(index.path, final, reuse=reuse)
             index.show(state, final)
             with collecting(index.path) as free:  # after the pin moved
                 if free:
