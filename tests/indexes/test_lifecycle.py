@@ -596,7 +596,7 @@ def test_every_damaged_file_is_a_load_error_naming_it(
 
 # ----------------------------------------------------------------------------- SIGKILL
 
-KILL_TRIALS = int(os.environ.get("RAGTOOLS_LIFECYCLE_KILLS", "24"))
+KILL_TRIALS = int(os.environ.get("RAGTOOLS_LIFECYCLE_KILLS", "40"))
 AHEAD = 3
 """Writers started ahead of their trial: a start is mostly imports, so several overlap."""
 
