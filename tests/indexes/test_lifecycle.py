@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from ragtools.parsers import Chunk, Document, IndexLoadError, Selection, split
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
 from ragtools.retrieval.vector import VectorRetriever
+from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS: dict[str, Any] = {"chunk_size": 80, "chunk_overlap": 0, "keep_versions": 4}
@@ -169,7 +170,7 @@ def assert_layout(index: Index, shards: int | None) -> None:
 
 
 def sources_of(index: Index) -> set[str]:
-    """The relative sources of every chunk a keyword search for anything can reach."""
+    """The source (relative to the folder built) of every chunk."""
     return {Path(c.source).as_posix() for c in index.chunks}
 
 
@@ -177,10 +178,6 @@ def manual_chunks(name: str, text: str) -> list[Chunk]:
     """The chunks of a document that belongs to no file, split like the suite's files."""
     document = Document(text=text, metadata={"source": name})
     return split([document], chunk_size=SETTINGS["chunk_size"], chunk_overlap=0)
-
-
-def rollback(root: Path, name: str) -> None:
-    switch_version(root, name)
 
 
 @pytest.fixture
@@ -332,7 +329,7 @@ def test_rollback_brings_back_a_kept_version_and_an_update_moves_on(
     index.update()
     second = current_version(index.path).name
     assert [p.name for p in list_versions(index.path)] == [first, second]
-    rollback(index.path, first)
+    switch_version(index.path, first)
     back = reopen(index.path)
     assert_same_results(back, fresh(tmp_path / "fresh-1", CORPUS, shards))
     assert_layout(back, shards)
@@ -340,7 +337,7 @@ def test_rollback_brings_back_a_kept_version_and_an_update_moves_on(
     assert report.changed == [str(src.resolve() / "volcano.txt")]
     assert_same_results(back, fresh(tmp_path / "fresh-2", files, shards))
     assert current_version(index.path).name not in {first, second}  # numbers never reused
-    rollback(index.path, second)
+    switch_version(index.path, second)
     assert_same_results(reopen(index.path), fresh(tmp_path / "fresh-3", files, shards))
 
 
@@ -358,9 +355,9 @@ def test_rollback_undoes_an_add_and_a_delete(tmp_path: Path, src: Path, shards: 
     victim = next(c.doc_id for c in index.chunks if c.source == "bees.txt")
     IndexWriter(index).delete([victim])
     assert_layout(index, shards)
-    rollback(index.path, with_added)
+    switch_version(index.path, with_added)
     assert_same_results(reopen(index.path), fresh(tmp_path / "f1", CORPUS, shards, added))
-    rollback(index.path, built)
+    switch_version(index.path, built)
     back = reopen(index.path)
     assert_same_results(back, fresh(tmp_path / "f2", CORPUS, shards))
     assert_layout(back, shards)
@@ -578,7 +575,9 @@ def _damage(path: Path, how: str) -> None:
     ],
 )
 def test_every_damaged_file_is_a_load_error_naming_it(
-    fast_dir: Path, shards: int | None, how: str
+    fast_dir: Path,  # noqa: F811 - the fixture imported above
+    shards: int | None,
+    how: str,
 ) -> None:
     index = build(write_tree(fast_dir / "src", CORPUS), fast_dir / "idx", shards)
     index.close()
@@ -653,20 +652,6 @@ def _texts(index: Index) -> frozenset[str]:
     return frozenset(c.text for c in index.chunks)
 
 
-@pytest.fixture
-def fast_dir(tmp_path: Path) -> Iterator[Path]:
-    """A folder in memory where there is one (/dev/shm): a kill tests ordering, not
-    durability, and fsyncs on a slow disk would stretch the loop to many minutes."""
-    import tempfile
-
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    with tempfile.TemporaryDirectory(dir=shm, prefix="ragtools-kill-") as folder:
-        yield Path(folder)
-
-
 @pytest.mark.stress
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize(
@@ -674,7 +659,8 @@ def fast_dir(tmp_path: Path) -> Iterator[Path]:
     layouts(sharded="IndexWriter(sharded).add and .delete write single-index versions"),
 )
 def test_writers_killed_at_random_points_leave_a_complete_index(
-    fast_dir: Path, shards: int | None
+    fast_dir: Path,  # noqa: F811 - the fixture imported above
+    shards: int | None,
 ) -> None:
     """SIGKILL lands anywhere in builds, updates, adds, deletes and rollbacks: the index
     always opens to one complete state, in its layout, and so does every kept version."""
@@ -708,10 +694,10 @@ def test_writers_killed_at_random_points_leave_a_complete_index(
                 assert placed_shards(index) == (shards or 1)
             live = current_version(idx).name
             for version in list_versions(idx):  # every kept version is complete
-                rollback(idx, version.name)
+                switch_version(idx, version.name)
                 with reopen(idx) as kept:
                     assert _texts(kept) in states and placed_shards(kept) == (shards or 1)
-            rollback(idx, live)
+            switch_version(idx, live)
     finally:
         for proc in ready:
             proc.kill()

@@ -308,6 +308,15 @@ def test_every_kind_of_change_equals_a_fresh_build(shards: int | None, steps: li
 
 @pytest.mark.stress
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("shards", every_layout())
+@LONG
+@given(steps=histories(FILE_STEPS, 14))
+def test_long_file_histories_equal_a_fresh_build(shards: int | None, steps: list[Step]) -> None:
+    run(steps, shards)
+
+
+@pytest.mark.stress
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("shards", every_layout(EVERY_CHANGE_XFAIL))
 @LONG
 @given(steps=histories(FILE_STEPS + WRITER_STEPS, 14))
