@@ -273,7 +273,7 @@ QUICK = settings(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-LONG = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+LONG = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EVERY_CHANGE_XFAIL = {
     None: "IndexWriter.merge does not exist; an update drops the chunks IndexWriter.add added",
     3: "IndexWriter.merge does not exist; IndexWriter(sharded).add and .delete write "
@@ -298,10 +298,14 @@ def test_file_changes_and_rollbacks_equal_a_fresh_build(
     run(steps, shards)
 
 
+EVERY_KIND: list[Step] = [("add", 2), ("edit", 0, 3), ("delete", 0), ("merge",), ("rollback", 1)]
+"""One history with a step of each kind, tried first (so a missing kind fails at once)."""
+
+
 @pytest.mark.parametrize("shards", every_layout(EVERY_CHANGE_XFAIL))
 @QUICK
 @given(steps=histories(FILE_STEPS + WRITER_STEPS, 6))
-@example(steps=[("add", 2), ("edit", 0, 3), ("delete", 0), ("merge",), ("rollback", 1)])
+@example(steps=EVERY_KIND)
 def test_every_kind_of_change_equals_a_fresh_build(shards: int | None, steps: list[Step]) -> None:
     run(steps, shards)
 
@@ -320,6 +324,7 @@ def test_long_file_histories_equal_a_fresh_build(shards: int | None, steps: list
 @pytest.mark.parametrize("shards", every_layout(EVERY_CHANGE_XFAIL))
 @LONG
 @given(steps=histories(FILE_STEPS + WRITER_STEPS, 14))
+@example(steps=EVERY_KIND)
 def test_long_histories_equal_a_fresh_build(shards: int | None, steps: list[Step]) -> None:
     run(steps, shards)
 
