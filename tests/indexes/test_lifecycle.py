@@ -10,9 +10,6 @@ scores, bit for bit (ties order by chunk key, so an updated index and a fresh bu
 Chunks added with :meth:`IndexWriter.add` belong to no source file; an update leaves them in
 place (as Lucene keeps documents a writer added until they are deleted), and the reference for
 them is a fresh build of the files plus one ``add`` of the same chunks.
-
-Tests that need the segment model of #33 are marked ``xfail(strict=True)`` with the reason;
-once the model lands they pass, the strict mark turns them red, and the mark goes.
 """
 
 from __future__ import annotations
@@ -69,19 +66,6 @@ QUERIES = (
 )
 
 SHARDS = [None, 3]
-
-
-def needs_segments(what: str) -> pytest.MarkDecorator:
-    """The mark of a test that fails today only because #33's segment model is missing."""
-    return pytest.mark.xfail(strict=True, reason=f"needs the segment model (#33): {what}")
-
-
-def layouts(sharded: str | None = None, single: str | None = None) -> list[Any]:
-    """``[None, 3]`` for ``shards``, each marked :func:`needs_segments` when a reason is given."""
-    return [
-        pytest.param(None, marks=needs_segments(single)) if single else None,
-        pytest.param(3, marks=needs_segments(sharded)) if sharded else 3,
-    ]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -232,9 +216,7 @@ def test_an_update_equals_a_fresh_build(tmp_path: Path, src: Path, shards: int |
 # ----------------------------------------------------------------------------- add, delete
 
 
-@pytest.mark.parametrize(
-    "shards", layouts(sharded="IndexWriter(sharded).add writes a single-index version")
-)
+@pytest.mark.parametrize("shards", SHARDS)
 def test_added_chunks_are_found_and_kept_on_disk(
     tmp_path: Path, src: Path, shards: int | None
 ) -> None:
@@ -254,11 +236,7 @@ def test_added_chunks_are_found_and_kept_on_disk(
 
 @pytest.mark.parametrize(
     "shards",
-    layouts(
-        sharded="IndexWriter(sharded).add writes a single-index version, which an update "
-        "then rebuilds without the added chunks",
-        single="an update drops the chunks IndexWriter.add added",
-    ),
+    SHARDS,
 )
 def test_added_chunks_outlive_an_update(tmp_path: Path, src: Path, shards: int | None) -> None:
     index = build(src, tmp_path / "idx", shards)
@@ -275,7 +253,7 @@ def test_added_chunks_outlive_an_update(tmp_path: Path, src: Path, shards: int |
 
 @pytest.mark.parametrize(
     "shards",
-    layouts(sharded="IndexWriter(sharded).delete turns the index single (#33 defect 2)"),
+    SHARDS,
 )
 def test_delete_drops_exactly_that_documents_chunks_and_keeps_the_layout(
     tmp_path: Path, src: Path, shards: int | None
@@ -300,7 +278,7 @@ def test_delete_drops_exactly_that_documents_chunks_and_keeps_the_layout(
 
 @pytest.mark.parametrize(
     "shards",
-    layouts(sharded="IndexWriter(sharded).add and .delete write single-index versions"),
+    SHARDS,
 )
 def test_deleting_an_added_document_gives_back_the_build(
     tmp_path: Path, src: Path, shards: int | None
@@ -343,7 +321,7 @@ def test_rollback_brings_back_a_kept_version_and_an_update_moves_on(
 
 @pytest.mark.parametrize(
     "shards",
-    layouts(sharded="IndexWriter(sharded).add and .delete write single-index versions"),
+    SHARDS,
 )
 def test_rollback_undoes_an_add_and_a_delete(tmp_path: Path, src: Path, shards: int | None) -> None:
     index = build(src, tmp_path / "idx", shards)
@@ -372,9 +350,7 @@ SELECTIONS = {
 
 
 @pytest.mark.parametrize("rules", sorted(SELECTIONS))
-@pytest.mark.parametrize(
-    "shards", layouts(sharded="a sharded build does not record its selection (#33 defect 1)")
-)
+@pytest.mark.parametrize("shards", SHARDS)
 def test_include_and_exclude_hold_for_builds_and_updates(
     tmp_path: Path, src: Path, shards: int | None, rules: str
 ) -> None:
@@ -563,15 +539,7 @@ def _damage(path: Path, how: str) -> None:
     ("shards", "how"),
     [
         *((shards, how) for shards in SHARDS for how in ("flip", "truncate")),
-        (None, "remove"),
-        pytest.param(
-            3,
-            "remove",
-            marks=needs_segments(
-                "a sharded version without its shards.json is reported as a missing "
-                "manifest.json (two manifest formats)"
-            ),
-        ),
+        *((shards, "remove") for shards in SHARDS),
     ],
 )
 def test_every_damaged_file_is_a_load_error_naming_it(
@@ -656,7 +624,7 @@ def _texts(index: Index) -> frozenset[str]:
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize(
     "shards",
-    layouts(sharded="IndexWriter(sharded).add and .delete write single-index versions"),
+    SHARDS,
 )
 def test_writers_killed_at_random_points_leave_a_complete_index(
     fast_dir: Path,  # noqa: F811 - the fixture imported above

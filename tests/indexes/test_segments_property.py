@@ -52,7 +52,6 @@ from tests.indexes.test_lifecycle import (
     build,
     fresh,
     manual_chunks,
-    needs_segments,
     placed_shards,
     reopen,
     write_tree,
@@ -274,21 +273,9 @@ QUICK = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 LONG = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-EVERY_CHANGE_XFAIL = {
-    None: "IndexWriter.merge does not exist; an update drops the chunks IndexWriter.add added",
-    3: "IndexWriter.merge does not exist; IndexWriter(sharded).add and .delete write "
-    "single-index versions",
-}
 
 
-def every_layout(xfail: dict[int | None, str] | None = None) -> list[Any]:
-    return [
-        pytest.param(shards, marks=needs_segments(xfail[shards])) if xfail else shards
-        for shards in (None, 3)
-    ]
-
-
-@pytest.mark.parametrize("shards", every_layout())
+@pytest.mark.parametrize("shards", [None, 3])
 @QUICK
 @given(steps=histories(FILE_STEPS, 5))
 @example(steps=[("edit", 1, 1), ("rollback", 0), ("new", 2), ("remove", 0), ("rollback", 1)])
@@ -302,7 +289,7 @@ EVERY_KIND: list[Step] = [("add", 2), ("edit", 0, 3), ("delete", 0), ("merge",),
 """One history with a step of each kind, tried first (so a missing kind fails at once)."""
 
 
-@pytest.mark.parametrize("shards", every_layout(EVERY_CHANGE_XFAIL))
+@pytest.mark.parametrize("shards", [None, 3])
 @QUICK
 @given(steps=histories(FILE_STEPS + WRITER_STEPS, 6))
 @example(steps=EVERY_KIND)
@@ -312,7 +299,7 @@ def test_every_kind_of_change_equals_a_fresh_build(shards: int | None, steps: li
 
 @pytest.mark.stress
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("shards", every_layout())
+@pytest.mark.parametrize("shards", [None, 3])
 @LONG
 @given(steps=histories(FILE_STEPS, 14))
 def test_long_file_histories_equal_a_fresh_build(shards: int | None, steps: list[Step]) -> None:
@@ -321,7 +308,7 @@ def test_long_file_histories_equal_a_fresh_build(shards: int | None, steps: list
 
 @pytest.mark.stress
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("shards", every_layout(EVERY_CHANGE_XFAIL))
+@pytest.mark.parametrize("shards", [None, 3])
 @LONG
 @given(steps=histories(FILE_STEPS + WRITER_STEPS, 14))
 @example(steps=EVERY_KIND)

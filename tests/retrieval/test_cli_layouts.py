@@ -20,12 +20,6 @@ import pytest
 
 from ragtools.retrieval.cli import main
 
-SHARDED_SELECTION = pytest.mark.xfail(
-    strict=True,
-    reason="needs the segment model (#33): a sharded build does not record its selection, so "
-    "the same command is 'built differently' and an update reads excluded files",
-)
-
 
 @dataclass(frozen=True)
 class Run:
@@ -86,7 +80,7 @@ def src(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "shards",
-    [None, pytest.param(2, marks=SHARDED_SELECTION), pytest.param(3, marks=SHARDED_SELECTION)],
+    [None, 2, 3],
 )
 def test_the_same_build_command_twice_updates_in_place(
     rag: Rag, src: Path, tmp_path: Path, shards: int | None
@@ -113,7 +107,7 @@ def test_the_same_build_command_twice_updates_in_place(
 
 @pytest.mark.parametrize(
     "shards",
-    [None, pytest.param(2, marks=SHARDED_SELECTION), pytest.param(3, marks=SHARDED_SELECTION)],
+    [None, 2, 3],
 )
 def test_rag_update_keeps_excluded_files_out(
     rag: Rag, src: Path, tmp_path: Path, shards: int | None
