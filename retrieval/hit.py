@@ -25,6 +25,7 @@ of rows, keys and scores until then.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -133,14 +134,13 @@ def top_by_key(rank: Callable[[int], Ranking], k: int, keys: Keys) -> Ranking:
     depth = k + 1
     while True:
         ranking = rank(depth)
-        n = len(ranking.rows)
-        if n < depth or ranking.scores[n - 1] < ranking.scores[k - 1]:
+        scores = ranking.scores.tolist()  # a few Python floats compare faster than numpy's
+        if len(scores) < depth or scores[-1] < scores[k - 1]:
             break
         depth *= 2
-    scores = ranking.scores
-    if n > 1 and bool((scores[1:] == scores[:-1]).any()):
-        order = key_order(scores, keys[ranking.rows])[:k]
-        return Ranking(ranking.rows[order], scores[order])
+    if any(high == low for high, low in pairwise(scores)):
+        order = key_order(ranking.scores, keys[ranking.rows])[:k]
+        return Ranking(ranking.rows[order], ranking.scores[order])
     return ranking.head(k)
 
 
