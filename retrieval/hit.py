@@ -17,19 +17,21 @@ joins runs on them). The cut at ``k`` follows the same rule: :func:`top_by_key` 
 deeper while ties straddle the cut, so the ``k`` hits kept are the ``k`` first by the rule,
 not the first by row.
 
-Hits are built with validation (pydantic-core checks the fields in Rust, which costs less than
-``model_construct``'s Python loop), for the ``k`` hits returned only: hot paths stay on arrays
-of rows, keys and scores until then.
+Hits are built with validation, a list at a time: one ``TypeAdapter(list[Hit])`` call, in which
+pydantic-core checks the fields in Rust, costs less than a constructor call per hit, and less
+than ``model_construct``'s Python loop. They are built for the ``k`` hits returned only: hot
+paths stay on arrays of rows, keys and scores until then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ragtools.indexes.bundle import chunk_keys_of
 from ragtools.indexes.ranking import Ranking
@@ -85,6 +87,9 @@ class Hit(BaseModel):
         return self.chunk.id
 
 
+_HITS = TypeAdapter(list[Hit])
+
+
 def _hit(
     chunk: Chunk,
     score: float,
@@ -92,9 +97,16 @@ def _hit(
     scores: dict[str, float],
     stage: str,
     parts: tuple[Hit, ...] = (),
-) -> Hit:
-    # Every field given: a default costs pydantic a copy of it.
-    return Hit(chunk=chunk, score=score, rank=rank, scores=scores, stage=stage, parts=parts)
+) -> dict[str, Any]:
+    """One hit's fields, every one given (a default costs pydantic a copy of it)."""
+    return {"chunk": chunk, "score": score, "rank": rank, "scores": scores, "stage": stage,
+            "parts": parts}  # fmt: skip
+
+
+def _built(records: list[dict[str, Any]]) -> list[Hit]:
+    """Hits from their fields, validated in one call: one pass of pydantic-core over the
+    list costs less than a model constructor per hit."""
+    return _HITS.validate_python(records)
 
 
 # --- the rule ---------------------------------------------------------------------------------
@@ -153,10 +165,12 @@ def ranked_hits(
     """Hits in the order given (already in hit order, or a foreign retriever's order),
     ranked 1, 2, ..., each scored by its stage alone (one ``stage`` for all, or one each)."""
     stages = [stage] * len(chunks) if isinstance(stage, str) else stage
-    return [
-        _hit(chunk, score, rank, {name: score}, name)
-        for rank, (chunk, score, name) in enumerate(zip(chunks, scores, stages, strict=True), 1)
-    ]
+    return _built(
+        [
+            _hit(chunk, score, rank, {name: score}, name)
+            for rank, (chunk, score, name) in enumerate(zip(chunks, scores, stages, strict=True), 1)
+        ]
+    )
 
 
 KeyRun = Mapping[int, tuple[Chunk, Mapping[str, float]]]
@@ -187,7 +201,7 @@ def fused_hits(fused: Ranking, k: int, runs: Sequence[KeyRun]) -> list[Hit]:
             raise ValueError(msg)
         scores["fused"] = score
         hits.append(_hit(chunk, score, rank, scores, "fused"))
-    return hits
+    return _built(hits)
 
 
 def rescored(
@@ -215,7 +229,7 @@ def restaged(hits: Sequence[Hit], values: Sequence[float], stage: str) -> list[H
             scores[_free_key(scores, f"{stage}_prior")] = scores[stage]
         scores[stage] = float(value)
         built.append(_hit(hit.chunk, float(value), rank, scores, stage))
-    return built
+    return _built(built)
 
 
 def _free_key(scores: Mapping[str, float], base: str) -> str:
@@ -249,10 +263,10 @@ def passage_hits(passages: Sequence[tuple[Chunk, Sequence[Hit]]]) -> list[Hit]:
     """
     best = [best_of(hits) for _, hits in passages]
     order = sorted(range(len(passages)), key=lambda i: (-best[i].score, best[i].rank))
-    return [
+    return _built([
         _hit(
             passages[i][0], best[i].score, rank, dict(best[i].scores), best[i].stage,
             tuple(sorted(passages[i][1], key=lambda h: h.rank)),
         )
         for rank, i in enumerate(order, start=1)
-    ]  # fmt: skip
+    ])  # fmt: skip
