@@ -28,13 +28,10 @@ from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import BaseRetriever, Filter
 from ragtools.retrieval.expand import ExpandMode, Expansion, index_states
-from ragtools.retrieval.hit import Hit, ranked_hits
+from ragtools.retrieval.hit import HIT_KEYS, Hit, ranked_hits
 from ragtools.retrieval.threshold import MinScore
 
 __all__ = ["AdaptedRetriever"]
-
-_HIT_KEYS = ("chunk_id", "doc_id", "start", "end", "score", "rank", "stage", "scores", "parts")
-"""Metadata keys a hit adapter writes about the hit itself: not the chunk's metadata."""
 
 
 class AdaptedRetriever(BaseRetriever):
@@ -137,7 +134,7 @@ def _hits_of_documents(documents: list[Any]) -> list[Hit]:
                 id=str(metadata.get("chunk_id") or getattr(doc, "id", None) or ""),
                 doc_id=str(next((v for v in doc_ids if v), "langchain")),
                 text=str(doc.page_content),
-                metadata={k: v for k, v in metadata.items() if k not in _HIT_KEYS},
+                metadata={k: v for k, v in metadata.items() if k not in HIT_KEYS},
             )
         )
         score = metadata.get("score")

@@ -38,6 +38,7 @@ from ragtools.indexes.ranking import Ranking
 from ragtools.parsers.document import Chunk
 
 __all__ = [
+    "HIT_KEYS",
     "Hit",
     "KeyRun",
     "best_of",
@@ -53,6 +54,11 @@ __all__ = [
 ]
 
 Keys = npt.NDArray[np.int64]
+
+HIT_KEYS = ("chunk_id", "doc_id", "start", "end", "score", "rank", "stage", "scores", "parts")
+"""The keys a framework adapter adds to a chunk's metadata to carry the hit itself (they win
+over metadata of that name), and that a hit read back from such metadata leaves out of its
+chunk's metadata."""
 
 
 class Hit(BaseModel):
