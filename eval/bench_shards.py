@@ -34,20 +34,14 @@ from ragtools.indexes.ray_shards import serve_on_ray
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.evaluation import corpus_documents, load_beir
-from ragtools.retrieval.hybrid import HybridRetriever
-from ragtools.retrieval.keyword import KeywordRetriever
-from ragtools.retrieval.vector import VectorRetriever
+from ragtools.retrieval.names import SEARCH_MODES, retriever_for
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("keyword", "vector", "hybrid")
+MODES = SEARCH_MODES
 
 
 def _retriever(index: Index, mode: str) -> BaseRetriever:
-    if mode == "keyword":
-        return KeywordRetriever(index, k=10)
-    if mode == "vector":
-        return VectorRetriever(index, k=10)
-    return HybridRetriever.from_index(index, k=10)
+    return retriever_for(index, mode, k=10)
 
 
 def _run(index: Index, queries: list[str]) -> dict[str, Any]:

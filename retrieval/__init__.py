@@ -40,6 +40,7 @@ from ragtools.retrieval.fusion import (
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.names import retriever_for
 from ragtools.retrieval.rerank import CrossEncoderReranker, MMRReranker, Reranker
 from ragtools.retrieval.vector import VectorRetriever
 
@@ -75,6 +76,7 @@ __all__ = [
     "fuse_rankings",
     "reciprocal_rank_fusion",
     "relative_score_fusion",
+    "retriever_for",
 ]
 
 _TOOL_NAMES = {

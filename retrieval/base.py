@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import threading
 from abc import ABC, abstractmethod
@@ -25,7 +26,7 @@ from ragtools.retrieval.expand import (
     index_states,
 )
 from ragtools.retrieval.filters import BoolArray, check_depth, filter_mask
-from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hit import Hit, ranked_hits, top_by_key
 from ragtools.retrieval.source_paths import resolve_source_paths
 from ragtools.retrieval.threshold import MinScore, apply_min_score, check_min_score
 
@@ -70,7 +71,11 @@ class BaseRetriever(ABC):
     """Shared machinery: ``k`` defaults and validation, thresholds and expansion,
     ``ainvoke`` and ``batch``.
 
-    Subclasses implement :meth:`_retrieve`; everything else follows from it.
+    Subclasses implement :meth:`_retrieve`; everything else follows from it. :meth:`invoke`
+    is the one path of a query: ``_retrieve`` ranks (and a hybrid fuses and reranks), then
+    :meth:`finish` applies ``min_score`` and expands, once. A retriever tool hands its own
+    ``min_score=``/``expand=`` to this path (:meth:`with_options`) rather than applying
+    them again to what comes out of it.
 
     Args:
         k: default number of hits.
@@ -92,6 +97,30 @@ class BaseRetriever(ABC):
         self.expand = expansion_of(expand)
         self.min_score = check_min_score(min_score)
 
+    def with_options(
+        self,
+        *,
+        k: int | None = None,
+        expand: ExpandMode | Expansion | Mapping[str, Any] | None = None,
+        min_score: MinScore | None = None,
+    ) -> Self:
+        """A copy of this retriever with the options given (``None``: keep this one's).
+
+        The copy shares everything else (index, retrievers, reranker, thread pool), as
+        LangChain's ``Runnable.bind`` shares its runnable.
+
+        Raises:
+            ConfigError: an invalid option.
+        """
+        bound = copy.copy(self)
+        if k is not None:
+            bound.k = check_k(k)
+        if expand is not None:
+            bound.expand = expansion_of(expand)
+        if min_score is not None:
+            bound.min_score = check_min_score(min_score)
+        return bound
+
     @abstractmethod
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
         """Return at most ``k`` hits for ``query``, ranked from 1."""
@@ -111,11 +140,19 @@ class BaseRetriever(ABC):
             msg = f"query must be a string, got {type(query).__name__}"
             raise ConfigError(msg)
         query, _ = replace_surrogates(query)
-        hits = self._retrieve(query, self.k if k is None else check_k(k), filter)
-        hits = apply_min_score(hits, self.min_score)
+        return self.finish(self._retrieve(query, self.k if k is None else check_k(k), filter))
+
+    def finish(self, hits: list[Hit]) -> list[Hit]:
+        """Apply ``min_score``, then expand: the last steps of :meth:`invoke`, run once."""
+        if self.min_score is not None:
+            hits = apply_min_score(hits, self.min_score)
         if self.expand is not None and hits:
-            hits = expand_hits(hits, self.expand, index_states(self))
+            hits = expand_hits(hits, self.expand, self.index_states())
         return hits
+
+    def index_states(self) -> list[IndexState]:
+        """The index states this retriever reads, which expansion cuts passages from."""
+        return index_states(self)
 
     async def ainvoke(
         self, query: str, *, k: int | None = None, filter: Filter | None = None
@@ -147,8 +184,11 @@ class QueryFilter:
 
     @classmethod
     def of(cls, filter: Filter | QueryFilter | None) -> QueryFilter:
-        """``filter`` itself if it is one already, else a new one for it."""
-        return filter if isinstance(filter, QueryFilter) else cls(filter)
+        """``filter`` itself if it is one already, else one for it (without a filter, the
+        one shared :data:`NO_FILTER`: a query without one builds nothing)."""
+        if isinstance(filter, QueryFilter):
+            return filter
+        return NO_FILTER if filter is None else cls(filter)
 
     def mask(self, state: IndexState) -> BoolArray | None:
         """The rows of ``state`` that match (``None``: no filter, every row)."""
@@ -163,9 +203,14 @@ class QueryFilter:
             return held[1]
 
 
+NO_FILTER = QueryFilter(None)
+"""The filter of a query without one: every row, no mask (stateless, so shared)."""
+
+
 @dataclass(frozen=True)
 class RankedChunks:
-    """A :class:`~indexes.ranking.Ranking` with the chunks its rows index into.
+    """A :class:`~indexes.ranking.Ranking` with the chunks its rows index into, its rows in
+    hit order (score descending, then chunk key ascending: :mod:`retrieval.hit`).
 
     ``keys[row]`` is a 64-bit key of ``chunks[row].id`` (the same for the same id in any
     index), so rankings of several retrievers fuse by chunk id over integer arrays.
@@ -177,19 +222,12 @@ class RankedChunks:
     stage: str
 
     def hits(self, k: int | None = None) -> list[Hit]:
-        """The first ``k`` rows as ranked hits tagged with this ranking's stage.
-
-        The values are already valid (chunks from the store, float scores, ranks from 1),
-        so hits are built without re-validation.
-        """
+        """The first ``k`` rows as ranked hits tagged with this ranking's stage."""
         ranking = self.ranking if k is None else self.ranking.head(k)
-        return [
-            Hit.model_construct(
-                chunk=self.chunks[row], score=score, rank=rank, scores={self.stage: score},
-                stage=self.stage,
-            )
-            for rank, (row, score) in enumerate(ranking.pairs(), start=1)
-        ]  # fmt: skip
+        chunks = self.chunks
+        return ranked_hits(
+            [chunks[row] for row in ranking.rows.tolist()], ranking.scores.tolist(), self.stage
+        )
 
 
 @runtime_checkable
@@ -200,7 +238,8 @@ class Ranker(Protocol):
     """The key of this retriever's score in ``hit.scores``."""
 
     def rank(self, query: str, k: int, filter: Filter | QueryFilter | None) -> RankedChunks:
-        """The top ``k`` chunks matching ``filter``, ranked, with the chunks of the rows."""
+        """The top ``k`` chunks matching ``filter`` in hit order, with the chunks of the
+        rows (the ``k`` first by the rule of :mod:`retrieval.hit`, ties at the cut too)."""
         ...
 
 
@@ -226,14 +265,18 @@ class IndexRetriever(BaseRetriever):
         return cls(index, k=k, **options)
 
     def rank(self, query: str, k: int, filter: Filter | QueryFilter | None) -> RankedChunks:
-        """Rank one state of the index: rows, scores and chunks all of one version."""
+        """Rank one state of the index: rows, scores and chunks all of one version, in hit
+        order (:func:`~retrieval.hit.top_by_key` over :meth:`rank_state`)."""
         state = self.index.state
-        ranking = self.rank_state(state, query, k, QueryFilter.of(filter).mask(state))
-        return RankedChunks(ranking, state.chunks, state.chunk_keys, self.stage)
+        allow = QueryFilter.of(filter).mask(state)
+        keys = state.chunk_keys
+        ranking = top_by_key(lambda depth: self.rank_state(state, query, depth, allow), k, keys)
+        return RankedChunks(ranking, state.chunks, keys, self.stage)
 
     @abstractmethod
     def rank_state(self, state: IndexState, query: str, k: int, allow: BoolArray | None) -> Ranking:
-        """The top ``k`` rows of ``state`` allowed by the mask, best first."""
+        """The top ``k`` rows of ``state`` allowed by the mask, best first by score (ties
+        in any order: :meth:`rank` puts them in hit order)."""
 
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:
         return self.rank(query, k, filter).hits()

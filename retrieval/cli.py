@@ -32,32 +32,14 @@ from ragtools.retrieval._cli_args import (
 )
 from ragtools.retrieval._cli_messages import cli_message
 from ragtools.retrieval._cli_output import configure, emit, emit_text
-from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.hit import Hit
-from ragtools.retrieval.names import SEARCH_MODES, canonical_retriever
+from ragtools.retrieval.names import SEARCH_MODES, canonical_retriever, retriever_for
 
-__all__ = ["main", "make_retriever"]
+__all__ = ["main"]
 
 logger = logging.getLogger(__name__)
 
 MODES = SEARCH_MODES
-
-
-def make_retriever(index: Index, mode: str, k: int) -> BaseRetriever:
-    """The retriever for ``rag search --mode``; hybrid falls back to the half an index has."""
-    from ragtools.retrieval.hybrid import HybridRetriever
-    from ragtools.retrieval.keyword import KeywordRetriever
-    from ragtools.retrieval.vector import VectorRetriever
-
-    mode = canonical_retriever(mode)
-    if mode == "keyword":
-        return KeywordRetriever(index, k=k)
-    if mode == "vector":
-        return VectorRetriever(index, k=k)
-    if mode == "hybrid":
-        return HybridRetriever.from_index(index, k=k)
-    msg = f"unknown mode {mode!r}; use one of {', '.join(MODES)}"
-    raise ConfigError(msg)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -90,7 +72,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         msg = "give one query, or --queries FILE (one query a line; - for stdin), not both"
         raise ConfigError(msg)
     index = Index.open(args.index)
-    retriever = make_retriever(index, args.mode, args.k)
+    retriever = retriever_for(index, args.mode, k=args.k)
     if args.queries is not None:
         for record in read_queries(args.queries):
             hits = retriever.invoke(record["query"], k=args.k, filter=spec)

@@ -47,7 +47,7 @@ from typing import Any, Literal, get_args
 from ragtools.indexes.bundle import IndexState
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hit import Hit, best_of, passage_hits
 
 __all__ = [
     "ExpandMode",
@@ -311,8 +311,7 @@ def expand_hits(
         start, end = _span(layout, hit.chunk, expansion)
         passages.setdefault(hit.chunk.doc_id, []).append(_Passage(layout, start, end, [hit]))
     merged = [one for group in passages.values() for one in _merge(group)]
-    merged.sort(key=lambda p: (-max(h.score for h in p.hits), min(h.rank for h in p.hits)))
-    return [_passage_hit(passage, rank) for rank, passage in enumerate(merged, start=1)]
+    return passage_hits([(_passage_chunk(passage), passage.hits) for passage in merged])
 
 
 def _layout_of(chunk: Chunk, layouts: Sequence[_Layouts]) -> _Layout | None:
@@ -338,9 +337,9 @@ def _merge(group: list[_Passage]) -> list[_Passage]:
     return merged
 
 
-def _passage_hit(passage: _Passage, rank: int) -> Hit:
-    parts = sorted(passage.hits, key=lambda h: h.rank)
-    best = max(parts, key=lambda h: (h.score, -h.rank))
+def _passage_chunk(passage: _Passage) -> Chunk:
+    """The merged span as a chunk, with the metadata of its best hit and the pages it covers."""
+    best = best_of(passage.hits)
     covered = [
         c for c in passage.layout.chunks if c.start < passage.end and c.end > passage.start
     ] or [best.chunk]
@@ -350,18 +349,10 @@ def _passage_hit(passage: _Passage, rank: int) -> Hit:
         numbers = [p for p in pages if isinstance(p, int)]
         if numbers:
             metadata["page_start"], metadata["page_end"] = min(numbers), max(numbers)
-    chunk = Chunk(
+    return Chunk(
         doc_id=best.chunk.doc_id,
         text=passage.layout.text(passage.start, passage.end),
         start=passage.start,
         end=passage.end,
         metadata=metadata,
-    )
-    return Hit(
-        chunk=chunk,
-        score=best.score,
-        rank=rank,
-        scores=dict(best.scores),
-        stage=best.stage,
-        parts=tuple(parts),
     )

@@ -15,8 +15,10 @@ returns them. Choices made here, all tested against hand-computed numbers:
   match the runs in number, be finite and non-negative, and not all be zero
   (:class:`~parsers.errors.ConfigError` otherwise).
 * **Missing** from a run contributes 0 to an id's fused score.
-* **Output** is a list of ``(chunk_id, fused_score)`` sorted by ``(-score, chunk_id)``, so
-  ties come back in a deterministic order. Empty input or only empty runs give ``[]``.
+* **Output** is a list of ``(chunk_id, fused_score)`` in hit order: score descending, then
+  the chunk id's 64-bit key ascending (:mod:`retrieval.hit`, the one rule for every result),
+  so ties come back in a deterministic order that does not depend on the runs' order or on
+  index rows. Empty input or only empty runs give ``[]``.
 * **Normalisation of degenerate runs.** Min-max maps a run whose scores are all equal (a
   one-element run included) to 1.0: each of them is that retriever's best. DBSF maps a run's
   mean to 0.5, and a run with zero spread has every score at its mean, so it maps to 0.5
@@ -28,7 +30,7 @@ keys), composing a **normalisation** of each run (:data:`NORMALISERS`: reciproca
 distribution) with one **combination**, the weighted sum, as ranx's ``fuse(runs, norm=...,
 method=...)`` composes them. The chunk-id functions (:func:`fuse`,
 :func:`reciprocal_rank_fusion`, ...) and :func:`fuse_hits` are thin adapters over it: chunk ids
-become keys in sorted order, so ties still come back by chunk id.
+become their 64-bit keys (:func:`retrieval.hit.chunk_keys`), so ties come back by key.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.ranking import Ranking, check_k
+from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hit import Hit, KeyRun, chunk_keys, fused_hits
 
 __all__ = [
     "DEFAULT_RRF_K",
@@ -184,17 +187,18 @@ def fuse_rankings(
     return Ranking.top(sums, len(unique), unique)
 
 
-def _keyed(runs: Sequence[Run]) -> tuple[list[str], list[Ranking]]:
-    """Chunk-id runs as rankings of keys in sorted-id order, each run deduplicated."""
-    ids = sorted({chunk_id for run in runs for chunk_id, _ in run})
-    key = {chunk_id: i for i, chunk_id in enumerate(ids)}
+def _keyed(runs: Sequence[Run]) -> tuple[dict[int, str], list[Ranking]]:
+    """Chunk-id runs as rankings of chunk keys, each run deduplicated, and the id of each
+    key."""
+    ids: dict[int, str] = {}
     rankings = []
     for run in runs:
         first: dict[str, float] = {}
         for chunk_id, score in run:
             first.setdefault(chunk_id, float(score))
-        rows = np.fromiter((key[c] for c in first), np.int64, count=len(first))
-        rankings.append(Ranking(rows, np.fromiter(first.values(), np.float64, count=len(first))))
+        keys = chunk_keys(first)
+        ids.update(zip(keys.tolist(), first, strict=True))
+        rankings.append(Ranking(keys, np.fromiter(first.values(), np.float64, count=len(first))))
     return ids, rankings
 
 
@@ -214,7 +218,8 @@ def fuse(
         rrf_k: RRF's constant; only read by ``"rrf"``.
 
     Returns:
-        ``(chunk_id, fused_score)`` pairs, higher is better, sorted by ``(-score, chunk_id)``.
+        ``(chunk_id, fused_score)`` pairs, higher is better, in hit order (score
+        descending, then chunk key ascending; see :mod:`retrieval.hit`).
 
     Raises:
         ConfigError: unknown method or bad arguments.
@@ -303,7 +308,7 @@ def fuse_hits(
         k: keep at most this many hits (``None`` keeps all).
 
     Returns:
-        Hits sorted by ``(-fused score, chunk_id)``.
+        Hits in hit order: fused score descending, then chunk key ascending.
 
     Raises:
         ConfigError: unknown method, bad weights or ``k < 1``.
@@ -311,30 +316,19 @@ def fuse_hits(
     if k is not None:
         check_k(k)
     checked = _check_weights(weights, len(hit_lists))
-    fused = fuse(
-        method,
-        [[(hit.chunk.id, hit.score) for hit in hits] for hits in hit_lists],
-        weights=weights,
-        rrf_k=rrf_k,
-    )[:k]
-    wanted = {chunk_id for chunk_id, _ in fused}
-    first: dict[str, Hit] = {}
-    merged: dict[str, dict[str, float]] = {}
+    _, rankings = _keyed([[(hit.chunk.id, hit.score) for hit in hits] for hits in hit_lists])
+    fused = fuse_rankings(method, rankings, weights=checked, rrf_k=rrf_k)
+    keep = len(fused.rows) if k is None else k
+    wanted = set(fused.rows[:keep].tolist())
+    runs: list[KeyRun] = []
     for weight, hits in zip(checked, hit_lists, strict=True):
-        for hit in hits if weight > 0 else ():
-            if hit.chunk_id in wanted:
-                first.setdefault(hit.chunk_id, hit)
-                stages = merged.setdefault(hit.chunk_id, {})
+        run: dict[int, tuple[Chunk, dict[str, float]]] = {}
+        live = hits if weight > 0 else ()
+        for key, hit in zip(chunk_keys(hit.chunk.id for hit in live).tolist(), live, strict=True):
+            if key in wanted:
+                stages = run.setdefault(key, (hit.chunk, {}))[1]
                 for name, value in {hit.stage: hit.score, **hit.scores}.items():
                     stages.setdefault(name, value)
-    logger.debug("fused %d lists with %s into %d hits", len(hit_lists), method, len(fused))
-    return [
-        Hit(
-            chunk=first[chunk_id].chunk,
-            score=score,
-            rank=rank,
-            scores={**merged[chunk_id], "fused": score},
-            stage="fused",
-        )
-        for rank, (chunk_id, score) in enumerate(fused, start=1)
-    ]
+        runs.append(run)
+    logger.debug("fused %d lists with %s into %d hits", len(hit_lists), method, keep)
+    return fused_hits(fused, keep, runs)

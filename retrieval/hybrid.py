@@ -4,8 +4,10 @@ Each retriever is asked for its ``candidate_k`` best rows with the same filter (
 :class:`~retrieval.base.Ranker` protocol: a ranking plus the chunks of its rows); the rankings
 are fused by :func:`retrieval.fusion.fuse_rankings` keyed by chunk id (a 64-bit key of the id,
 never the text; weights really apply; a weight of 0 removes a retriever), and hits are built
-for the ``k`` returned only. One path, whether the retrievers share an index or not; ties in
-the fused score come back by chunk id, as :func:`~retrieval.fusion.fuse` returns them. Every
+for the ``k`` returned only (:func:`retrieval.hit.fused_hits`). One path, whether the
+retrievers share an index or not; every run and the fused result are in hit order (score
+descending, then chunk key ascending, :mod:`retrieval.hit`), so ties and reciprocal ranks do
+not depend on the rows an index happened to give its chunks. Every
 stage's score survives in ``hit.scores``: ``bm25``, ``vector``, ..., then ``fused`` and, with a
 reranker, ``rerank``.
 
@@ -28,11 +30,10 @@ import numpy as np
 
 from ragtools.indexes.bundle import Index
 from ragtools.indexes.ranking import Ranking, check_k
-from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import BaseRetriever, Filter, QueryFilter, RankedChunks, Ranker
 from ragtools.retrieval.fusion import DEFAULT_RRF_K, FusionMethod, check_method, fuse_rankings
-from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hit import Hit, KeyRun, fused_hits
 from ragtools.retrieval.keyword import KeywordRetriever
 from ragtools.retrieval.rerank import Reranker
 from ragtools.retrieval.vector import VectorRetriever
@@ -162,25 +163,21 @@ def _hits(
     ranked: Sequence[RankedChunks],
     runs: Sequence[tuple[Ranking, np.ndarray]],
 ) -> list[Hit]:
-    """The best ``keep`` fused keys as hits, ties broken by chunk id as :func:`fuse` breaks
-    them: each one's chunk from the first retriever that ranked it, and the score every
-    retriever gave it."""
-    if len(fused.rows) > keep:  # whatever ties with the keep-th score competes on chunk id
-        fused = fused.head(int(np.count_nonzero(fused.scores >= fused.scores[keep - 1])))
-    chunk_of: dict[int, Chunk] = {}
-    stages: dict[int, dict[str, float]] = {int(key): {} for key in fused.rows.tolist()}
+    """The best ``keep`` fused keys as hits: each one's chunk from the first retriever that
+    ranked it, and the score every retriever gave it."""
+    wanted = fused.rows[:keep]
+    candidates: list[KeyRun] = []
     for source, (run, rows) in zip(ranked, runs, strict=True):
-        where = np.flatnonzero(np.isin(run.rows, fused.rows))
-        for key, row, score in zip(
-            run.rows[where].tolist(), rows[where].tolist(), run.scores[where].tolist(), strict=True
-        ):
-            chunk_of.setdefault(key, source.chunks[row])
-            stages[key].setdefault(source.stage, score)
-    best = sorted(fused.pairs(), key=lambda pair: (-pair[1], chunk_of[pair[0]].id))[:keep]
-    return [
-        Hit.model_construct(
-            chunk=chunk_of[key], score=score, rank=rank, scores={**stages[key], "fused": score},
-            stage="fused",
+        where = np.flatnonzero(np.isin(run.rows, wanted))
+        candidates.append(
+            {
+                key: (source.chunks[row], {source.stage: score})
+                for key, row, score in zip(
+                    run.rows[where].tolist(),
+                    rows[where].tolist(),
+                    run.scores[where].tolist(),
+                    strict=True,
+                )
+            }
         )
-        for rank, (key, score) in enumerate(best, start=1)
-    ]  # fmt: skip
+    return fused_hits(fused, keep, candidates)

@@ -11,8 +11,8 @@ Both follow the :class:`Reranker` protocol, ``rerank(query, hits, k=None) -> lis
 share these rules:
 
 * Hits are deduplicated by chunk id (the first occurrence is kept), re-sorted by the new score
-  with ties broken by chunk id, cut to ``k`` (or ``top_n`` when ``k`` is None, or all), and
-  ranked 1, 2, ...
+  in hit order (ties by chunk key, :mod:`retrieval.hit`), cut to ``k`` (or ``top_n`` when
+  ``k`` is None, or all), and ranked 1, 2, ...
 * Nothing that explains a result is thrown away: a reranked hit's ``scores`` keeps every
   previous stage and adds this stage's score (``"rerank"`` or ``"mmr"``); if the previous
   ``score`` is under no key it is kept as ``"prior"``, and if the stage key is already taken
@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
-from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hit import Hit, chunk_keys, key_order, rescored, restaged
 
 __all__ = [
     "CrossEncoderReranker",
@@ -95,6 +95,10 @@ def _check_count(name: str, value: int | None) -> None:
         raise ConfigError(msg)
 
 
+def _keys(hits: Sequence[Hit]) -> npt.NDArray[np.int64]:
+    return chunk_keys(hit.chunk_id for hit in hits)
+
+
 def _dedup(hits: Sequence[Hit]) -> list[Hit]:
     seen: set[str] = set()
     unique: list[Hit] = []
@@ -103,30 +107,6 @@ def _dedup(hits: Sequence[Hit]) -> list[Hit]:
             seen.add(hit.chunk_id)
             unique.append(hit)
     return unique
-
-
-def _free_key(scores: dict[str, float], base: str) -> str:
-    key, n = base, 1
-    while key in scores:
-        n += 1
-        key = f"{base}_{n}"
-    return key
-
-
-def _with_stage(hit: Hit, stage: str, value: float, rank: int) -> Hit:
-    """A copy of ``hit`` scored ``value`` by ``stage``, keeping every earlier score."""
-    scores = {hit.stage: hit.score, **hit.scores}  # the stage said which score it gave
-    if stage in scores:
-        scores[_free_key(scores, f"{stage}_prior")] = scores[stage]
-    scores[stage] = value
-    return Hit(chunk=hit.chunk, score=value, rank=rank, scores=scores, stage=stage)
-
-
-def _ranked(hits: Sequence[Hit], values: Sequence[float], stage: str, k: int | None) -> list[Hit]:
-    order = sorted(range(len(hits)), key=lambda i: (-values[i], hits[i].chunk_id))
-    if k is not None:
-        order = order[:k]
-    return [_with_stage(hits[i], stage, values[i], rank) for rank, i in enumerate(order, 1)]
 
 
 # --- cross-encoder --------------------------------------------------------------------------
@@ -223,7 +203,7 @@ class CrossEncoderReranker:
             k: how many to return; ``None`` means ``top_n`` (or all when that is None too).
 
         Returns:
-            Hits sorted by ``(-cross-encoder score, chunk_id)``, ranked 1, 2, ...; ``score``
+            Hits by cross-encoder score, ties by chunk key, ranked 1, 2, ...; ``score``
             and ``scores["rerank"]`` hold the model's score (for one-label models
             sentence-transformers applies a sigmoid, so it lies in [0, 1]).
 
@@ -248,7 +228,7 @@ class CrossEncoderReranker:
             )
             raise ConfigError(msg)
         logger.debug("reranked %d hits with %s", len(unique), self.model_id)
-        return _ranked(unique, values.tolist(), "rerank", k if k is not None else self.top_n)
+        return rescored(unique, values.tolist(), "rerank", k if k is not None else self.top_n)
 
 
 # --- maximal marginal relevance -------------------------------------------------------------
@@ -355,8 +335,9 @@ class MMRReranker:
             DimensionMismatchError: the embedder's shapes do not fit together.
         """
         _check_count("k", k)
-        # Sorting by chunk id first makes argmax's lowest-row tie-break a chunk-id tie-break.
-        unique = sorted(_dedup(hits)[: self.fetch_k], key=lambda hit: hit.chunk_id)
+        # In chunk-key order, argmax's lowest-row tie-break is the hit rule's key tie-break.
+        pool = _dedup(hits)[: self.fetch_k]
+        unique = [pool[i] for i in key_order(np.zeros(len(pool)), _keys(pool))]
         if not unique:
             return []
         docs = np.asarray(self.embedder.embed_documents([h.chunk.text for h in unique]))
@@ -378,7 +359,4 @@ class MMRReranker:
         logger.debug(
             "MMR picked %d of %d hits (lambda=%s)", len(picked), len(unique), self.lambda_mult
         )
-        return [
-            _with_stage(unique[row], "mmr", value, rank)
-            for rank, (row, value) in enumerate(picked, start=1)
-        ]
+        return restaged([unique[row] for row, _ in picked], [value for _, value in picked], "mmr")

@@ -12,13 +12,14 @@ retriever again::
                     {"kind": "vector", "index": "docs-index", ...}]}
 
 The kinds are a closed set (``keyword``, ``vector``, ``hybrid``) mapped to our classes, so a
-file never names a class to import. What the settings cannot say is refused with a
-:class:`~parsers.errors.ConfigError` naming it: a retriever of another class, a reranker
-(an object holding a model), an index that lives in memory only. The index path is written
-as the index was opened (relative paths stay relative to the working directory), and the
-index is reopened with the embedding model its manifest names, as ``Index.open`` does: an
-embedder passed to ``Index.open(embedder=...)`` is not part of the settings. Retrievers over
-the same directory share one opened index.
+file never names a class to import; an index kind is built by
+:func:`~retrieval.names.retriever_for`, as every named retriever is. What the settings
+cannot say is refused with a :class:`~parsers.errors.ConfigError` naming it: a retriever of
+another class, a reranker (an object holding a model), an index that lives in memory only.
+The index path is written as the index was opened (relative paths stay relative to the
+working directory), and the index is reopened with the embedding model its manifest names,
+as ``Index.open`` does: an embedder passed to ``Index.open(embedder=...)`` is not part of
+the settings. Retrievers over the same directory share one opened index.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import BaseRetriever, IndexRetriever
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.names import retriever_for
 from ragtools.retrieval.vector import VectorRetriever
 
 __all__ = ["retriever_config", "retriever_from_config"]
@@ -129,4 +131,4 @@ def _build(config: Any, where: str, opened: dict[str, Index]) -> BaseRetriever:
         raise ConfigError(msg)
     if path not in opened:
         opened[path] = Index.open(path)
-    return _INDEX_KINDS[kind](opened[path], **options)
+    return retriever_for(opened[path], kind, **options)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hit import Hit, renumbered
 
 __all__ = ["MinScore", "apply_min_score", "check_min_score"]
 
@@ -53,17 +53,10 @@ def apply_min_score(hits: Sequence[Hit], min_score: MinScore | None) -> list[Hit
         ]
     else:
         kept = [hit for hit in hits if hit.score >= min_score]
-    return _reranked(kept)
+    return renumbered(kept)
 
 
 def _stage_score(hit: Hit, stage: str) -> float:
     if stage == hit.stage:
         return hit.score
     return hit.scores.get(stage, -math.inf)
-
-
-def _reranked(hits: Sequence[Hit]) -> list[Hit]:
-    return [
-        hit if hit.rank == rank else hit.model_copy(update={"rank": rank})
-        for rank, hit in enumerate(hits, start=1)
-    ]

@@ -100,7 +100,7 @@ def test_retrieval_exports_snapshot() -> None:
         "RankedChunks", "Ranker", "Reranker", "Retriever", "RetrieverInput", "VectorRetriever",
         "compile_filter", "create_retriever_tool", "distribution_based_score_fusion",
         "filter_mask", "fuse", "fuse_hits", "fuse_rankings", "reciprocal_rank_fusion",
-        "relative_score_fusion",
+        "relative_score_fusion", "retriever_for",
     ]  # fmt: skip
     assert set(retrieval.__all__) <= set(dir(retrieval))
     with pytest.raises(AttributeError, match="create_retriever_tools"):

@@ -32,11 +32,7 @@ from ragtools.retrieval.evaluation.provenance import collect_provenance
 from ragtools.retrieval.evaluation.report import REQUIRED_METRICS, build_report, write_report
 from ragtools.retrieval.evaluation.runner import run_retriever
 from ragtools.retrieval.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci
-from ragtools.retrieval.frontpage import FrontPageRetriever
-from ragtools.retrieval.hybrid import HybridRetriever
-from ragtools.retrieval.keyword import KeywordRetriever
-from ragtools.retrieval.names import RETRIEVER_NAMES, canonical_retriever
-from ragtools.retrieval.vector import VectorRetriever
+from ragtools.retrieval.names import RETRIEVER_NAMES, canonical_retriever, retriever_for
 
 __all__ = [
     "DEFAULT_DEPTH",
@@ -119,24 +115,19 @@ def open_or_build(
 def make_retrievers(
     index: Index, names: Sequence[str], **hybrid_options: Any
 ) -> dict[str, Retriever]:
-    """Retrievers by name: ``keyword`` (alias ``bm25``), ``vector``, ``hybrid`` (tuned
-    default fusion), ``hybrid_rrf`` (plain RRF, equal weights) and ``front_page``."""
-    made: dict[str, Retriever] = {}
-    for name in (canonical_retriever(name) for name in names):
-        if name == "keyword":
-            made[name] = KeywordRetriever(index)
-        elif name == "vector":
-            made[name] = VectorRetriever(index)
-        elif name == "hybrid":
-            made[name] = HybridRetriever.from_index(index, **hybrid_options)
-        elif name == "hybrid_rrf":
-            made[name] = HybridRetriever.from_index(index, fusion="rrf", weights=None)
-        elif name == "front_page":
-            made[name] = FrontPageRetriever(index)
-        else:
-            msg = f"unknown retriever {name!r}; choose from {', '.join(RETRIEVER_NAMES)}"
-            raise ConfigError(msg)
-    return made
+    """Retrievers by name through :func:`~retrieval.names.retriever_for`: ``keyword``
+    (alias ``bm25``), ``vector``, ``hybrid`` (tuned default fusion, or ``hybrid_options``),
+    ``hybrid_rrf`` (plain RRF, equal weights) and ``front_page``.
+
+    Raises:
+        ConfigError: an unknown name, listing the valid ones.
+    """
+    return {
+        canonical_retriever(name): retriever_for(
+            index, name, **(hybrid_options if canonical_retriever(name) == "hybrid" else {})
+        )
+        for name in names
+    }
 
 
 def run_eval(

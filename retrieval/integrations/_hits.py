@@ -20,9 +20,6 @@ from ragtools.indexes.ranking import check_k
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit
 
-HIT_KEYS = ("chunk_id", "doc_id", "start", "end", "score", "rank", "stage", "scores", "parts")
-"""The keys an adapter adds to the chunk's metadata (they win over metadata of that name)."""
-
 FILE_KEYS = ("path", "mtime", "size")
 """Metadata about the file on the build machine, hidden from models unless asked for by name
 (see the module docstring)."""
@@ -66,8 +63,8 @@ def without_keys(hit: Hit, keys: Iterable[str]) -> Hit:
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
-    """The chunk's metadata plus :data:`HIT_KEYS` (``parts`` only for an expanded passage),
-    JSON values only, so a framework can store or serialise it."""
+    """The chunk's metadata plus :data:`~retrieval.hit.HIT_KEYS` (``parts`` only for an
+    expanded passage), JSON values only, so a framework can store or serialise it."""
     chunk = hit.chunk
     metadata: dict[str, Any] = {
         **chunk.metadata,

@@ -119,7 +119,7 @@ def open_all(
     actors (:func:`indexes.ray_shards.serve_on_ray`).
     """
     from ragtools.indexes.bundle import Index
-    from ragtools.retrieval.hybrid import HybridRetriever
+    from ragtools.retrieval.names import retriever_for
     from ragtools.retrieval.tools.retriever_tool import create_retriever_tool
 
     paths = [Path(p).expanduser().resolve() for p in index_paths]
@@ -141,7 +141,7 @@ def open_all(
             _serve_on_ray(index, ray)
         if index.vector is not None:  # load the model now: a slow or failing first call is worse
             index.embedder.embed_query("warm-up")
-        retriever = HybridRetriever.from_index(index, k=k)
+        retriever = retriever_for(index, "hybrid", k=k)
         description = texts[i] if i < len(texts) else _default_description(path, index)
         tool = create_retriever_tool(retriever, name, description)
         served.append(Served(name, description, index_summary(index), tool))

@@ -55,9 +55,8 @@ from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.bound_filter import check_bound_filter
 from ragtools.retrieval.filters import SYMBOL_OPERATORS
-from ragtools.retrieval.hit import Hit
+from ragtools.retrieval.hit import HIT_KEYS, Hit
 from ragtools.retrieval.integrations._hits import (
-    HIT_KEYS,
     check_wrapped,
     hidden_file_keys,
     hit_metadata,

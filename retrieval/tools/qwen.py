@@ -40,17 +40,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from ragtools.indexes import Embedder, Index
 from ragtools.parsers import split
 from ragtools.parsers.errors import ConfigError, ParseError, ToolInputError
 from ragtools.parsers.loading import DEFAULT_MAX_BYTES
-from ragtools.retrieval.base import IndexRetriever, Retriever
-from ragtools.retrieval.frontpage import FrontPageRetriever
+from ragtools.retrieval.base import Ranker, Retriever
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.hybrid import HybridRetriever
-from ragtools.retrieval.keyword import KeywordRetriever
+from ragtools.retrieval.names import retriever_for
 from ragtools.retrieval.tools.budget import (
     TokenCounter,
     embedder_counter,
@@ -65,7 +64,6 @@ from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.parse_cache import ParseCache
 from ragtools.retrieval.tools.registry import register_tool
 from ragtools.retrieval.tools.retriever_tool import format_hit
-from ragtools.retrieval.vector import VectorRetriever
 
 __all__ = [
     "DEFAULT_TOOL_CONFIGS",
@@ -84,8 +82,14 @@ DEFAULT_TOOL_CONFIGS: dict[str, dict[str, Any]] = {
 }
 """Qwen-Agent's default tool configurations (what ``get_tool(name)`` starts from)."""
 
-SEARCHERS = ("keyword_search", "vector_search", "hybrid_search", "front_page_search")
-"""The searcher names ``rag_searchers`` accepts."""
+SEARCHERS: dict[str, tuple[str, ...]] = {
+    "keyword_search": ("keyword",),
+    "vector_search": ("vector",),
+    "hybrid_search": ("keyword", "vector"),
+    "front_page_search": ("front_page",),
+}
+"""The searcher names ``rag_searchers`` accepts, and the retrievers
+(:func:`~retrieval.names.retriever_for`) each one fuses."""
 
 
 class FileTool(FunctionTool):
@@ -249,7 +253,7 @@ class Retrieval(FileTool):
     def search(self, query: str, files: Sequence[str]) -> list[Hit]:
         """The hits for ``query`` over ``files`` (parsed and indexed through the caches)."""
         index = self.indexer.index(list(files))
-        return self._retriever(index).invoke(query, k=self.k)
+        return self.retriever(index).invoke(query, k=self.k)
 
     def call_files(self, arguments: dict[str, Any], paths: list[str]) -> ToolOutput:
         query = str(arguments["query"]).strip()
@@ -267,20 +271,22 @@ class Retrieval(FileTool):
         )
         return ToolOutput(content="\n\n".join(blocks), artifact=hits)
 
-    def _retriever(self, index: Index) -> Retriever:
-        parts: list[IndexRetriever] = []
-        for name in dict.fromkeys(self.searchers):
-            if name in ("keyword_search", "hybrid_search") and index.bm25 is not None:
-                parts.append(KeywordRetriever(index, k=self.k))
-            if name in ("vector_search", "hybrid_search") and index.vector is not None:
-                parts.append(VectorRetriever(index, k=self.k))
-            if name == "front_page_search":
-                parts.append(FrontPageRetriever(index, k=self.k))
+    def retriever(self, index: Index) -> Retriever:
+        """The retriever ``rag_searchers`` name over ``index`` (several are fused by RRF),
+        each made by :func:`~retrieval.names.retriever_for`."""
         if self.searchers == ["hybrid_search"]:
-            return HybridRetriever.from_index(index, k=self.k)
+            return retriever_for(index, "hybrid", k=self.k)
+        halves = {"keyword": index.bm25, "vector": index.vector}
+        names = [
+            name
+            for searcher in self.searchers
+            for name in SEARCHERS[searcher]
+            if halves.get(name, True) is not None  # a half the index lacks adds nothing
+        ]
+        parts = [retriever_for(index, name, k=self.k) for name in dict.fromkeys(names)]
         if len(parts) == 1:
             return parts[0]
-        return HybridRetriever(parts, fusion="rrf", k=self.k)
+        return HybridRetriever(cast(list[Ranker], parts), fusion="rrf", k=self.k)
 
 
 def tool_description(tool: FunctionTool) -> Mapping[str, Any]:

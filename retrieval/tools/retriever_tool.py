@@ -35,13 +35,12 @@ The tool returns ``(content, artifact)``:
 
 A LangChain retriever (``langchain_core.retrievers.BaseRetriever``, or anything whose
 ``invoke`` returns LangChain ``Document`` objects) works too, as LangChain's own
-``create_retriever_tool`` takes one: each document becomes a :class:`~retrieval.hit.Hit`
-(text ``page_content``; the JSON-valued metadata kept; ``doc_id``, ``chunk_id`` and ``score``
-read back from metadata when an adapter such as ``to_langchain_retriever`` put them there,
-else the document's ``id``/``source`` and score 0 in rank order, stage ``"retriever"``), so
-the content cites sources like any other retriever's and the artifact is hits. Unlike
-LangChain's, the content is this module's citation format, not the bare ``page_content``
-joined (pass ``document_prompt="{page_content}"`` for that).
+``create_retriever_tool`` takes one: it is wrapped in an
+:class:`~retrieval.adapted.AdaptedRetriever`, which turns each document into a
+:class:`~retrieval.hit.Hit` (see :mod:`retrieval.adapted`), so the content cites sources like
+any other retriever's and the artifact is hits. Unlike LangChain's, the content is this
+module's citation format, not the bare ``page_content`` joined (pass
+``document_prompt="{page_content}"`` for that).
 
 ``ToolInputError`` raised by the retriever (a query it cannot use) is shown to the model
 (``handle_tool_error=True``); other errors propagate. ``ainvoke`` calls
@@ -55,16 +54,18 @@ Options the model never sees:
 * ``allow_filters=`` adds an optional, described ``filter`` field whose choices are checked
   before use and joined with the bound filter (:mod:`retrieval.tools.retriever_filters`);
   with it, validation errors become messages to the model unless told otherwise;
-* ``min_score=`` and ``expand=`` apply :mod:`retrieval.threshold` and
-  :mod:`retrieval.expand` to the retriever's hits. The artifact is then the passages, each
-  keeping its original hits in ``hit.parts``; when a threshold leaves fewer than ``k`` hits
-  the content says so.
+* ``min_score=`` and ``expand=`` are handed to the retriever's own query path
+  (:meth:`BaseRetriever.with_options <retrieval.base.BaseRetriever.with_options>`, or an
+  :class:`~retrieval.adapted.AdaptedRetriever` around a retriever that is not ours), which
+  applies :mod:`retrieval.threshold` and :mod:`retrieval.expand` once per search; the tool
+  only formats the hits it is given. Setting either on both the retriever and the tool is a
+  :class:`~parsers.errors.ConfigError`. The artifact is then the passages, each keeping its
+  original hits in ``hit.parts``; when a threshold leaves fewer than ``k`` hits the content
+  says so.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import string
 from collections.abc import Mapping, Sequence
@@ -73,13 +74,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.base import Filter, Retriever
+from ragtools.retrieval.adapted import AdaptedRetriever
+from ragtools.retrieval.base import BaseRetriever, Filter, Retriever
 from ragtools.retrieval.bound_filter import check_bound_filter, combine_filters
-from ragtools.retrieval.expand import ExpandMode, Expansion, expand_hits, expansion_of, index_states
+from ragtools.retrieval.expand import ExpandMode, Expansion, expansion_of
 from ragtools.retrieval.hit import Hit
-from ragtools.retrieval.threshold import MinScore, apply_min_score, check_min_score
+from ragtools.retrieval.threshold import MinScore, check_min_score
 from ragtools.retrieval.tools.base import ResponseFormat
 from ragtools.retrieval.tools.budget import TokenCounter, fit_blocks, token_counter
 from ragtools.retrieval.tools.retriever_filters import (
@@ -254,16 +255,12 @@ def create_retriever_tool(
         raise ConfigError(msg)
     count = token_counter(tokenizer) if max_content_tokens is not None else None
     bound = check_bound_filter(filter)
-    threshold = check_min_score(min_score)
-    expansion = expansion_of(expand)
-    if expansion is not None and getattr(retriever, "expand", None) is not None:
-        msg = "expand is set on both the retriever and the tool; set it on one of them"
-        raise ConfigError(msg)
+    target = _searched(retriever, check_min_score(min_score), expansion_of(expand))
     schema: type[BaseModel] = RetrieverInput
     if allow_filters is not None:
         schema = allowed_filter_schema(RetrieverInput, allow_filters)
         tool_kwargs.setdefault("handle_validation_error", describe_invalid_arguments)
-    thresholded = threshold is not None or getattr(retriever, "min_score", None) is not None
+    thresholded = target.min_score is not None
     wanted = k if k is not None else getattr(retriever, "k", None)
 
     def search_kwargs(choice: Any) -> dict[str, Any]:
@@ -273,13 +270,11 @@ def create_retriever_tool(
             options["filter"] = chosen
         return options
 
-    def finish(query: str, found: Any) -> Any:
-        hits = apply_min_score(_checked_hits(name, found), threshold)
+    def finish(query: str, hits: list[Hit]) -> Any:
         note = ""
-        if thresholded and isinstance(wanted, int) and len(hits) < wanted:
-            note = f"Only {len(hits)} of the {wanted} requested results passed the score threshold."
-        if expansion is not None and hits:
-            hits = expand_hits(hits, expansion, index_states(retriever))
+        passed = sum(len(hit.parts) or 1 for hit in hits)  # an expanded passage holds its hits
+        if thresholded and isinstance(wanted, int) and passed < wanted:
+            note = f"Only {passed} of the {wanted} requested results passed the score threshold."
         if hits and count is not None and max_content_tokens is not None:
             blocks = [format_hit(hit, document_prompt) for hit in hits]
             kept = fit_blocks(blocks, max_content_tokens, count, document_separator)
@@ -299,15 +294,10 @@ def create_retriever_tool(
         return (content, hits) if response_format == "content_and_artifact" else content
 
     def search(query: str, filter: Any = None) -> Any:
-        return finish(query, retriever.invoke(query, **search_kwargs(filter)))
+        return finish(query, target.invoke(query, **search_kwargs(filter)))
 
     async def asearch(query: str, filter: Any = None) -> Any:
-        options = search_kwargs(filter)
-        if hasattr(retriever, "ainvoke"):
-            hits = await retriever.ainvoke(query, **options)
-        else:
-            hits = await asyncio.to_thread(retriever.invoke, query, **options)
-        return finish(query, hits)
+        return finish(query, await target.ainvoke(query, **search_kwargs(filter)))
 
     tool_kwargs.setdefault("handle_tool_error", True)
     return StructuredTool(
@@ -319,6 +309,26 @@ def create_retriever_tool(
         response_format=response_format,
         **tool_kwargs,
     )
+
+
+def _searched(
+    retriever: Any, min_score: MinScore | None, expansion: Expansion | None
+) -> BaseRetriever:
+    """The retriever the tool searches: ``retriever`` with the tool's ``min_score`` and
+    ``expand`` on its own query path, so they run once per call (see the module docstring).
+
+    Raises:
+        ConfigError: an option set on both the retriever and the tool.
+    """
+    for name, value in (("expand", expansion), ("min_score", min_score)):
+        if value is not None and getattr(retriever, name, None) is not None:
+            msg = f"{name} is set on both the retriever and the tool; set it on one of them"
+            raise ConfigError(msg)
+    if not isinstance(retriever, BaseRetriever):
+        return AdaptedRetriever(retriever, min_score=min_score, expand=expansion)
+    if min_score is None and expansion is None:
+        return retriever
+    return retriever.with_options(min_score=min_score, expand=expansion)
 
 
 def _shown_source(source: str) -> str:
@@ -361,42 +371,3 @@ def _check_arguments(
                 "'{0}'); name the fields, e.g. '{source}: {text}'"
             )
             raise ConfigError(msg)
-
-
-def _checked_hits(name: str, hits: Any) -> list[Hit]:
-    if isinstance(hits, list) and hits and all(_is_langchain_document(d) for d in hits):
-        hits = [_hit_from_document(doc, rank) for rank, doc in enumerate(hits, start=1)]
-    if not isinstance(hits, list) or not all(isinstance(h, Hit) for h in hits):
-        msg = (
-            f"retriever tool {name!r}: the retriever returned {type(hits).__name__}, expected "
-            "list[Hit] (see retrieval.base.Retriever)"
-        )
-        raise ConfigError(msg)
-    return hits
-
-
-def _is_langchain_document(value: Any) -> bool:
-    return hasattr(value, "page_content") and isinstance(getattr(value, "metadata", None), dict)
-
-
-def _hit_from_document(doc: Any, rank: int) -> Hit:
-    """A LangChain ``Document`` as a Hit (see the module docstring)."""
-    metadata: dict[str, Any] = {}
-    for key, value in doc.metadata.items():
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            continue  # a chunk carries JSON metadata only
-        metadata[key] = value
-    own = {"chunk_id", "doc_id", "start", "end", "score", "rank", "stage", "scores", "parts"}
-    doc_ids = (metadata.get("doc_id"), getattr(doc, "id", None), metadata.get("source"))
-    chunk = Chunk(
-        id=str(metadata.get("chunk_id") or getattr(doc, "id", None) or ""),
-        doc_id=str(next((v for v in doc_ids if v), "langchain")),
-        text=str(doc.page_content),
-        metadata={k: v for k, v in metadata.items() if k not in own},
-    )
-    score = metadata.get("score")
-    score = float(score) if isinstance(score, (int, float)) else 0.0
-    stage = str(metadata.get("stage") or "retriever")
-    return Hit(chunk=chunk, score=score, rank=rank, stage=stage, scores={stage: score})

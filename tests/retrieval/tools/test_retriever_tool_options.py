@@ -241,3 +241,78 @@ def test_allowed_filters_work_async_and_through_the_langchain_tool_adapter(index
     assert "c.pdf" in str(enum)
     message = adapted.invoke(call)
     assert [h.chunk.id for h in message.artifact] == [h.chunk.id for h in sync.artifact]
+
+
+# --- one query path: the threshold and the expansion run once per call -----------------------
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count the calls of the threshold and the expansion, in every module that holds them."""
+    import sys
+
+    from ragtools.retrieval import expand, threshold
+
+    calls = {"min_score": 0, "expand": 0}
+    real = {"min_score": threshold.apply_min_score, "expand": expand.expand_hits}
+
+    def counted(name: str) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return real[name](*args, **kwargs)
+
+        return wrapper
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("ragtools.")]:
+        for name, attribute in (("min_score", "apply_min_score"), ("expand", "expand_hits")):
+            if getattr(module, attribute, None) is real[name]:
+                monkeypatch.setattr(module, attribute, counted(name))
+    return calls
+
+
+@pytest.mark.parametrize("where", ["tool", "retriever"])
+def test_min_score_and_expansion_run_once_per_tool_call(
+    index: Index, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    from ragtools.retrieval.expand import Expansion, expand_hits
+    from ragtools.retrieval.hybrid import HybridRetriever
+    from ragtools.retrieval.threshold import apply_min_score
+    from ragtools.retrieval.tools import retriever_tool
+
+    query = "warranty item7 repair"
+    plain = KeywordRetriever(index).invoke(query, k=5)
+    cut = plain[2].score
+    # the reference: the threshold, then the expansion, applied by hand once
+    expected = expand_hits(apply_min_score(plain, cut), Expansion("neighbors"), [index.state])
+    # a stage threshold: the hybrid's own score is the fused one
+    options: dict[str, Any] = {"min_score": {"bm25": cut}, "expand": "neighbors"}
+    calls = _counting(monkeypatch)
+    for make in (KeywordRetriever, HybridRetriever.from_index):
+        calls.update(min_score=0, expand=0)
+        if where == "tool":
+            tool = create_retriever_tool(make(index), "w", "W.", k=5, **options)
+        else:
+            tool = create_retriever_tool(make(index, **options), "w", "W.", k=5)
+        content, artifact = tool.run_with_artifact({"query": query})
+        assert calls == {"min_score": 1, "expand": 1}
+        if make is KeywordRetriever:
+            assert artifact == expected
+            assert [[p.chunk.id for p in h.parts] for h in artifact] == [
+                [p.chunk.id for p in h.parts] for h in expected
+            ]
+        passed = sum(len(h.parts) for h in artifact)
+        unfiltered = make(index).invoke(query, k=5)
+        assert passed == sum(1 for h in unfiltered if h.scores.get("bm25", 0.0) >= cut) >= 3
+        assert content.endswith(
+            f"Only {passed} of the 5 requested results passed the score threshold."
+        )
+    # the tool formats what it is given: it holds neither step any more
+    assert not hasattr(retriever_tool, "apply_min_score")
+    assert not hasattr(retriever_tool, "expand_hits")
+
+
+def test_tool_options_bind_a_copy_and_clash_with_the_retriever_s(index: Index) -> None:
+    retriever = KeywordRetriever(index)
+    create_retriever_tool(retriever, "w", "W.", min_score=1.0, expand="section")
+    assert (retriever.min_score, retriever.expand) == (None, None)  # the user's is untouched
+    with pytest.raises(ConfigError, match="min_score is set on both"):
+        create_retriever_tool(KeywordRetriever(index, min_score=1.0), "w", "W.", min_score=2.0)
