@@ -14,7 +14,8 @@ indexed twice with both halves (the vector half with the hashing
 
 Then the queries run through ``KeywordRetriever``, ``VectorRetriever`` and
 ``HybridRetriever`` of each, as users call them (text in, hits out), and the script prints
-per mode the p50 / p95 latency (milliseconds, one thread), the ratio of the N-segment p50 to
+per mode the p50 / p95 latency (milliseconds; the two indexes take turns query by query, for
+``--rounds`` rounds, so that a busy machine slows both alike), the ratio of the N-segment p50 to
 the one-segment p50, and how many queries' hits (chunk ids, order, scores) differ.
 """
 
@@ -52,23 +53,31 @@ def _retriever(index: Index, mode: str) -> BaseRetriever:
     return HybridRetriever.from_index(index, k=10)
 
 
-def _run(index: Index, queries: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _run(indexes: dict[str, Index], queries: list[str], rounds: int) -> dict[str, Any]:
+    """Per index and mode: the hits of every query and the latency percentiles. The indexes
+    take turns query by query, so that a busy machine slows them alike."""
+    out: dict[str, Any] = {name: {} for name in indexes}
     for mode in MODES:
-        retriever = _retriever(index, mode)
-        retriever.invoke(queries[0])  # warm-up: thread pools, first key computations
-        times, hits = [], []
-        for query in queries:
-            start = time.perf_counter()
-            found = retriever.invoke(query)
-            times.append((time.perf_counter() - start) * 1000)
-            hits.append([(h.chunk_id, h.score) for h in found])
-        times.sort()
-        out[mode] = {
-            "p50_ms": statistics.median(times),
-            "p95_ms": times[int(0.95 * (len(times) - 1))],
-            "hits": hits,
-        }
+        retrievers = {name: _retriever(index, mode) for name, index in indexes.items()}
+        for retriever in retrievers.values():
+            retriever.invoke(queries[0])  # warm-up: thread pools, first key computations
+        times: dict[str, list[float]] = {name: [] for name in indexes}
+        hits: dict[str, list[Any]] = {name: [] for name in indexes}
+        for round_ in range(rounds):
+            for query in queries:
+                for name, retriever in retrievers.items():
+                    start = time.perf_counter()
+                    found = retriever.invoke(query)
+                    times[name].append((time.perf_counter() - start) * 1000)
+                    if round_ == 0:
+                        hits[name].append([(h.chunk_id, h.score) for h in found])
+        for name in indexes:
+            ordered = sorted(times[name])
+            out[name][mode] = {
+                "p50_ms": statistics.median(ordered),
+                "p95_ms": ordered[int(0.95 * (len(ordered) - 1))],
+                "hits": hits[name],
+            }
     return out
 
 
@@ -78,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segments", type=int, default=8)
     parser.add_argument("--split", default="train")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     dataset = load_beir(args.dataset, split=args.split)
@@ -96,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             part = documents[start : start + size]
             writer.add(split(part, **OPTIONS))
         segments = len(many.segments)
-        results = {"one": _run(one, queries), "many": _run(many, queries)}
+        results = _run({"one": one, "many": many}, queries, args.rounds)
     report: dict[str, Any] = {"documents": len(documents), "queries": len(queries)}
     report["segments"] = segments
     for mode in MODES:

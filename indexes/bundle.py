@@ -25,7 +25,7 @@ import hashlib
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import GlobalStats, ShardCounts, with_global_stats
-from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes._bm25_global import GlobalStats, combined
 from ragtools.indexes._chunk_file import ChunkFile, LiveChunks
 from ragtools.indexes._persist import read_manifest, sha256_file
 from ragtools.indexes.bm25 import BM25Index
@@ -97,10 +96,10 @@ class IndexState:
     entries: Sequence[SegmentEntry] = ()
     """The version's segments, in row order."""
     parts: Sequence[IndexState | None] = ()
-    """Each segment's own contents, as searched (``None``: held elsewhere, e.g. by a Ray
-    actor)."""
-    loaded: Sequence[IndexState | None] = ()
-    """Each segment's contents as read from disk, before scoring with the statistics."""
+    """Each segment's contents as read (``None``: held elsewhere, e.g. by a Ray actor)."""
+    keyword_index: tuple[BM25Index, Rows | None] | None = None
+    """The BM25 index keyword searches run on, and the live row of each of its rows
+    (``None``: they are the live rows); see :func:`read_version`."""
     deleted: Sequence[npt.NDArray[np.bool_]] = ()
     """Each segment's deleted rows."""
 
@@ -109,7 +108,7 @@ class IndexState:
         segments it holds."""
         return segmented_state(
             self.settings, self.parts, self.deleted, self.manifest, self.entries, search,
-            self.stats,
+            self.stats, self.keyword_index,
         )  # fmt: skip
 
     @cached_property
@@ -150,6 +149,25 @@ class SegmentPart(Protocol):
     def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
         """Vector top ``depth`` (any tie order) among the allowed live rows."""
         ...
+
+
+class KeywordPart:
+    """The BM25 index of the segments this process holds (see :func:`_keyword_half`):
+    ``rows[i]`` is the live row of its row ``i`` (``None``: the same)."""
+
+    def __init__(self, index: BM25Index, rows: Rows | None) -> None:
+        self.index, self.rows = index, rows
+
+    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
+        rows = self.rows
+        if rows is None:
+            return self.index.search(tokens, depth, allow)
+        found = self.index.search(tokens, depth, None if allow is None else allow[rows])
+        return Ranking(rows[found.rows], found.scores)
+
+    def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
+        msg = "the keyword half has no vectors"
+        raise IndexStateError(msg)
 
 
 class LocalSegment:
@@ -207,7 +225,7 @@ class SegmentedBM25:
         def call(part: SegmentPart) -> Callable[[int], Ranking]:
             return lambda depth: part.keyword(tokens, depth, mask)
 
-        return view.top([call(p) for p in self.parts], k)
+        return view.top([call(p) for p in self.parts], k, threads=False)
 
 
 class SegmentedVectors:
@@ -335,11 +353,13 @@ def segmented_state(
     entries: Sequence[SegmentEntry],
     search: Sequence[SegmentPart] | None = None,
     stats: GlobalStats | None = None,
+    keyword: tuple[BM25Index, Rows | None] | None = None,
 ) -> IndexState:
     """The state a search sees: the live chunks of every segment, and merged halves.
 
     ``parts[i]`` is ``None`` for a segment this process does not hold (a Ray actor's state
-    holds its shard's segments only); ``search`` replaces the local segments as the parts
+    holds its shard's segments only); ``keyword`` is the BM25 index of the segments held
+    (:func:`_keyword_half`); ``search`` replaces what this process holds as the parts
     searched (Ray actors).
     """
     live = LiveRows(deleted)
@@ -355,9 +375,9 @@ def segmented_state(
         LocalSegment(i, p, live) for i, p in enumerate(parts)
     ]
     bm25 = vector = None
-    bm25_halves = [p.bm25 for p in held if p.bm25 is not None]
-    if settings.keyword and bm25_halves:
-        bm25 = cast(BM25Index, SegmentedBM25(groups, view, bm25_halves[0]))
+    if settings.keyword and keyword is not None:
+        keyword_parts = search or [KeywordPart(*keyword)]
+        bm25 = cast(BM25Index, SegmentedBM25(keyword_parts, view, keyword[0]))
     if settings.vector and any(p.vector is not None for p in held):
         size = 0  # live vectors: a chunk has one per window
         for part, mask in zip(parts, deleted, strict=True):
@@ -378,6 +398,7 @@ def segmented_state(
     return IndexState(
         settings, chunks, bm25, vector, summary, texts,
         keys=keys, stats=stats, entries=entries, parts=parts, deleted=deleted,
+        keyword_index=keyword,
     )  # fmt: skip
 
 
@@ -746,11 +767,13 @@ def read_version(
             loaded.append(known[entry.path])
         else:
             loaded.append(_read_segment(root, entry, mmap=mmap, where=where))
-    parts = loaded
+    keyword: tuple[BM25Index, Rows | None] | None = None
     if settings.keyword:
-        parts, stats = _score_together(loaded, entries, deleted, where, stats)
-    state = segmented_state(settings, parts, deleted, manifest, entries, stats=stats)
-    return replace(state, loaded=loaded)
+        index, rows, stats = _keyword_half(loaded, entries, deleted, stats, where)
+        keyword = None if index is None else (index, rows)
+    return segmented_state(
+        settings, loaded, deleted, manifest, entries, stats=stats, keyword=keyword
+    )
 
 
 def _read_segment(root: Path, entry: SegmentEntry, *, mmap: bool, where: Path) -> IndexState:
@@ -769,56 +792,41 @@ def _read_segment(root: Path, entry: SegmentEntry, *, mmap: bool, where: Path) -
     return part
 
 
-def _without(bm25: BM25Index, deleted: npt.NDArray[np.bool_]) -> BM25Index:
-    """A copy of ``bm25`` with the ``deleted`` rows deleted (``bm25`` is left as it is)."""
-    copy = type(bm25).from_arrays(
-        bm25.corpus().vocab, bm25.arrays(), tokenizer=bm25.tokenizer, **bm25.weight_params,
-        k3=bm25.k3,
-    )  # fmt: skip
-    copy.delete(np.flatnonzero(deleted))
-    return copy
-
-
-def _score_together(
-    parts: list[IndexState | None],
+def _keyword_half(
+    parts: Sequence[IndexState | None],
     entries: Sequence[SegmentEntry],
     deleted: Sequence[npt.NDArray[np.bool_]],
-    where: Path,
     stats: GlobalStats | None,
-) -> tuple[list[IndexState | None], GlobalStats | None]:
-    """The segments' BM25 halves scoring with the statistics of the version's live rows
-    (computed here unless ``stats`` gives them), and those statistics.
+    where: Path,
+) -> tuple[BM25Index | None, Rows | None, GlobalStats | None]:
+    """The BM25 index a version's keyword searches run on, the live row of each of its rows
+    (``None``: its rows are the live rows), and the collection statistics (``None``: not
+    computed, for a version of one segment as stored).
 
     A version of one canonical segment without deletions scores with the weights as stored
-    (nothing is computed: opening a fresh index maps its arrays). Otherwise every segment's
-    postings are re-weighted in memory at open, in time and memory linear in the postings,
-    and nothing on disk changes: an update writes only its own segment, and the merge policy
-    (:mod:`indexes.writer`) keeps the number of segments small.
+    (nothing is computed at open: the arrays are memory-mapped). Otherwise the live postings
+    of the segments held are merged in memory into one index scoring with the collection's
+    statistics (:func:`~indexes._bm25_global.combined`), in time and memory linear in the
+    postings, writing nothing: an update stays cheap on disk, a query is one kernel pass
+    whatever the number of segments (``eval/bench_segments.py`` measured one kernel per
+    segment at 2.1 to 2.9 times one segment's latency with eight segments), and the merge
+    policy (:mod:`indexes.writer`) bounds how far a version drifts from what is stored.
     """
-    only = parts[0] if len(parts) == 1 else None
-    as_stored = stats is None and entries[0].canonical and not deleted[0].any()
-    if only is not None and only.bm25 is not None and as_stored:
-        return parts, GlobalStats.merge([ShardCounts.of(only.bm25)])
-    parts = [  # the segments as read are kept unchanged, for the next version to reuse
-        p
-        if p is None or p.bm25 is None or not mask.any()
-        else replace(p, bm25=_without(p.bm25, mask))
-        for p, mask in zip(parts, deleted, strict=True)
-    ]
-    present = [p.bm25 for p in parts if p is not None and p.bm25 is not None]
-    if not present:
-        return parts, stats
-    if stats is None:
-        stats = GlobalStats.merge([ShardCounts.of(b) for b in present])
-    vocab = Vocabulary(stats.terms)
-    idf = stats.idf(variant=present[0].variant, epsilon=present[0].epsilon)
-    scored = [
-        p
-        if p is None or p.bm25 is None
-        else replace(p, bm25=with_global_stats(p.bm25, stats, vocab, idf, where=where))
-        for p in parts
-    ]
-    return scored, stats
+    held = [(i, p.bm25) for i, p in enumerate(parts) if p is not None and p.bm25 is not None]
+    if not held:
+        return None, None, stats
+    if len(parts) == 1 and stats is None and entries[0].canonical and not deleted[0].any():
+        return held[0][1], None, None
+    indexes = [b for _, b in held]
+    index, stats = combined(indexes, [deleted[i] for i, _ in held], stats, where=where)
+    if len(held) == len(parts):
+        return index, None, stats
+    live = LiveRows(deleted)
+    rows = np.concatenate(
+        [np.zeros(0, np.int64)]
+        + [live.offsets[i] + np.arange(len(live.local[i]), dtype=np.int64) for i, _ in held]
+    )
+    return index, rows, stats
 
 
 _FAILURE_KEYS = {"path", "error", "message"}

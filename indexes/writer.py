@@ -47,8 +47,7 @@ from typing import Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import GlobalStats, ShardCounts, with_global_stats
-from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes._bm25_global import combined
 from ragtools.indexes._persist import write_manifest
 from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState, read_version
 from ragtools.indexes.doc_texts import TEXTS_DIR, ChainedTexts, write_texts
@@ -512,9 +511,7 @@ class IndexWriter:
             bm25 = settings.new_bm25()
             boost = settings.title_boost
             bm25.add([keyword_text(c.text, c.metadata, boost) for c in chunks])
-            stats = GlobalStats.merge([ShardCounts.of(bm25)])
-            idf = stats.idf(variant=bm25.variant, epsilon=bm25.epsilon)
-            canonical = with_global_stats(bm25, stats, Vocabulary(stats.terms), idf)
+            canonical, _ = combined([bm25], [np.zeros(len(chunks), np.bool_)])
             canonical.save(tmp / "bm25")
             files += [f"bm25/{p.name}" for p in sorted((tmp / "bm25").iterdir())]
             bm25_params = bm25.params
@@ -735,7 +732,7 @@ class IndexWriter:
             final = write_version(index.path, write, keep=None)
             reuse = {
                 entry.path: part
-                for entry, part in zip(index.state.entries, index.state.loaded, strict=False)
+                for entry, part in zip(index.state.entries, index.state.parts, strict=False)
                 if part is not None
             }
             state = read_version(index.path, final, reuse=reuse)

@@ -1,7 +1,9 @@
-"""Segments scored with collection statistics equal one BM25 index bit for bit, and rank-bm25.
+"""Segments merged with collection statistics score as one BM25 index, bit for bit, and as
+rank-bm25.
 
 "One index" is scored in the canonical term order too (:mod:`indexes._bm25_global`), which is
-what makes the equality independent of how the rows were split or in which order they came.
+what makes the equality independent of how the rows were split, in which order they came and
+which were deleted.
 """
 
 from __future__ import annotations
@@ -10,8 +12,7 @@ import numpy as np
 import pytest
 import rank_bm25
 
-from ragtools.indexes._bm25_global import GlobalStats, ShardCounts, with_global_stats
-from ragtools.indexes._bm25_math import Vocabulary
+from ragtools.indexes._bm25_global import GlobalStats, ShardCounts, combined
 from ragtools.indexes.bm25 import BM25Index
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
@@ -31,27 +32,26 @@ def corpus(n: int, seed: int) -> list[list[str]]:
     return rows + rows[:5]
 
 
-def sharded(rows: list[list[str]], n_shards: int, **params: object):
-    """Split rows over shards by a hash-like rule; return (shards, their global rows)."""
-    assignment = np.array([(i * 7919 + 13) % n_shards for i in range(len(rows))])
-    local = []
-    for s in range(n_shards):
-        global_rows = np.flatnonzero(assignment == s)
+def canonical(rows: list[list[str]], **params: object) -> BM25Index:
+    """One index over ``rows``, scored in the canonical term order."""
+    index = BM25Index(**params)  # type: ignore[arg-type]
+    index.add(rows)
+    return combined([index], [np.zeros(len(rows), np.bool_)])[0]
+
+
+def segmented(rows: list[list[str]], n: int, **params: object) -> tuple[BM25Index, np.ndarray]:
+    """``rows`` split over ``n`` segments by a hash-like rule, merged: the index and the
+    original row of each of its rows."""
+    assignment = np.array([(i * 7919 + 13) % n for i in range(len(rows))])
+    parts, order = [], []
+    for s in range(n):
+        mine = np.flatnonzero(assignment == s)
         index = BM25Index(**params)  # type: ignore[arg-type]
-        index.add([rows[i] for i in global_rows])
-        local.append((index, global_rows))
-    stats = GlobalStats.merge([ShardCounts.of(index) for index, _ in local])
-    vocab = Vocabulary(stats.terms)
-    first = local[0][0]
-    idf = stats.idf(variant=first.variant, epsilon=first.epsilon)
-    return [(with_global_stats(index, stats, vocab, idf), g) for index, g in local], stats
-
-
-def canonical(index: BM25Index) -> BM25Index:
-    """``index`` scored with its own statistics in the canonical term order."""
-    stats = GlobalStats.merge([ShardCounts.of(index)])
-    idf = stats.idf(variant=index.variant, epsilon=index.epsilon)
-    return with_global_stats(index, stats, Vocabulary(stats.terms), idf)
+        index.add([rows[i] for i in mine])
+        parts.append(index)
+        order.append(mine)
+    merged, _ = combined(parts, [np.zeros(len(p.deleted), np.bool_) for p in parts])
+    return merged, np.concatenate(order)
 
 
 QUERIES = [
@@ -64,61 +64,51 @@ QUERIES = [
 
 
 @pytest.mark.parametrize("variant", ["okapi", "bm25l", "bm25plus", "lucene", None])
-@pytest.mark.parametrize("n_shards", [1, 2, 3, 4])
-def test_shard_scores_equal_one_index_bit_for_bit(variant: str | None, n_shards: int) -> None:
-    rows = corpus(300, seed=n_shards)
-    plain = BM25Index(variant=variant)  # type: ignore[arg-type]
-    plain.add(rows)
-    single = canonical(plain)
-    shards, stats = sharded(rows, n_shards, variant=variant)
-    assert stats.terms == sorted(plain.corpus().vocab.terms)  # the canonical order
-    assert (stats.n_live, stats.total_len) == (len(single), single.corpus().total_len)
+@pytest.mark.parametrize("n_segments", [1, 2, 3, 4])
+def test_segment_scores_equal_one_index_bit_for_bit(variant: str | None, n_segments: int) -> None:
+    rows = corpus(300, seed=n_segments)
+    single = canonical(rows, variant=variant)
+    merged, original = segmented(rows, n_segments, variant=variant)
     for query in QUERIES:
         whole = single.get_scores(query)
-        for shard, global_rows in shards:
-            np.testing.assert_array_equal(shard.get_scores(query), whole[global_rows])
-        merged_rows = np.concatenate([g[shard.search(query, k=400).rows] for shard, g in shards])
-        merged_scores = np.concatenate([shard.search(query, k=400).scores for shard, _ in shards])
+        np.testing.assert_array_equal(merged.get_scores(query), whole[original])
+        found = merged.search(query, k=400)
         expected = single.search(query, k=400)
-        order = np.lexsort((merged_rows, -merged_scores))
-        np.testing.assert_array_equal(merged_rows[order], expected.rows)
-        np.testing.assert_array_equal(merged_scores[order], expected.scores)
+        assert sorted(zip(found.scores.tolist(), original[found.rows].tolist(), strict=True)) == (
+            sorted(zip(expected.scores.tolist(), expected.rows.tolist(), strict=True))
+        )
 
 
 @pytest.mark.parametrize("variant", ["okapi", "bm25l", "bm25plus"])
-def test_shard_scores_equal_rank_bm25(variant: str) -> None:
+def test_segment_scores_equal_rank_bm25(variant: str) -> None:
     rows = corpus(200, seed=7)
     reference = RANK_BM25[variant](rows)
-    shards, _ = sharded(rows, 3, variant=variant)
+    merged, original = segmented(rows, 3, variant=variant)
     for query in QUERIES:
-        expected = reference.get_scores(query)
-        for shard, global_rows in shards:
-            np.testing.assert_allclose(shard.get_scores(query), expected[global_rows], rtol=1e-9)
+        np.testing.assert_allclose(
+            merged.get_scores(query), reference.get_scores(query)[original], rtol=1e-9
+        )
 
 
-def test_filters_and_k_apply_per_shard() -> None:
-    rows = corpus(120, seed=3)
-    plain = BM25Index()
-    plain.add(rows)
-    single = canonical(plain)
-    shards, _ = sharded(rows, 2)
-    allowed = np.arange(len(rows)) % 3 == 0
-    expected = single.search(["greek0", "w5"], k=5, allow=allowed)
-    got = [
-        (int(g[r]), s)
-        for shard, g in shards
-        for r, s in shard.search(["greek0", "w5"], k=5, allow=allowed[g]).pairs()
+def test_deleted_rows_leave_the_statistics_as_a_fresh_index_would() -> None:
+    rows = corpus(150, seed=9)
+    parts = [BM25Index(variant="okapi") for _ in range(3)]
+    cut = [0, 50, 100, len(rows)]
+    for index, start, end in zip(parts, cut, cut[1:], strict=False):
+        index.add(rows[start:end])
+    masks = [np.arange(len(p.deleted)) % (s + 2) == 0 for s, p in enumerate(parts)]
+    merged, stats = combined(parts, masks)
+    survivors = [
+        r
+        for s in range(3)
+        for r, gone in zip(rows[cut[s] : cut[s + 1]], masks[s], strict=True)
+        if not gone
     ]
-    got.sort(key=lambda pair: (-pair[1], pair[0]))
-    assert got[:5] == expected.pairs()
-
-
-def test_a_shard_scored_globally_is_read_only() -> None:
-    shards, _ = sharded(corpus(20, seed=1), 2)
-    with pytest.raises(IndexStateError, match="update the index instead"):
-        shards[0][0].add(["new row"])
-    with pytest.raises(IndexStateError):
-        shards[0][0].delete([0])
+    fresh = canonical(survivors, variant="okapi")
+    assert stats.n_live == len(survivors) == len(merged)
+    for query in QUERIES:
+        np.testing.assert_array_equal(merged.get_scores(query), fresh.get_scores(query))
+    assert [len(p) for p in parts] == [50, 50, len(rows) - 100]  # the inputs are unchanged
 
 
 def test_canonical_scores_equal_the_plain_index_up_to_the_order_of_additions() -> None:
@@ -128,18 +118,38 @@ def test_canonical_scores_equal_the_plain_index_up_to_the_order_of_additions() -
         plain.add(rows)
         for query in QUERIES:
             np.testing.assert_allclose(
-                canonical(plain).get_scores(query), plain.get_scores(query), rtol=1e-12
+                canonical(rows, variant=variant).get_scores(query),
+                plain.get_scores(query),
+                rtol=1e-12,
             )
 
 
-def test_a_shard_with_terms_unknown_to_the_statistics_is_refused() -> None:
+def test_filters_and_k_apply_to_the_merged_rows() -> None:
+    rows = corpus(120, seed=3)
+    single = canonical(rows)
+    merged, original = segmented(rows, 2)
+    allowed = np.arange(len(rows)) % 3 == 0
+    expected = single.search(["greek0", "w5"], k=5, allow=allowed)
+    found = merged.search(["greek0", "w5"], k=5, allow=allowed[original])
+    assert sorted(zip(found.scores.tolist(), original[found.rows].tolist(), strict=True)) == (
+        sorted(zip(expected.scores.tolist(), expected.rows.tolist(), strict=True))
+    )
+
+
+def test_a_merged_index_is_read_only() -> None:
+    merged, _ = segmented(corpus(20, seed=1), 2)
+    with pytest.raises(IndexStateError, match="update the index instead"):
+        merged.add(["new row"])
+    with pytest.raises(IndexStateError):
+        merged.delete([0])
+
+
+def test_a_segment_with_terms_unknown_to_the_statistics_is_refused() -> None:
     rows = corpus(40, seed=4)
     index = BM25Index()
     index.add(rows)
     stats = GlobalStats.merge([ShardCounts.of(index)])
     other = BM25Index()
     other.add([["never", "seen"]])
-    vocab = Vocabulary(stats.terms)
-    idf = stats.idf(variant=other.variant, epsilon=other.epsilon)
-    with pytest.raises(IndexLoadError, match=r"shard-7.*'never'"):
-        with_global_stats(other, stats, vocab, idf, where="shard-7")
+    with pytest.raises(IndexLoadError, match=r"segment-7.*'never'"):
+        combined([other], [np.zeros(1, np.bool_)], stats, where="segment-7")
