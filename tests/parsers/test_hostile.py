@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import multiprocessing
 import os
+import re
 import signal
 import time
 import zipfile
@@ -644,3 +645,78 @@ def test_a_beir_corpus_gets_the_same_replacement_as_load(tmp_path: Path) -> None
     assert [(d.id, d.text, d.metadata["title"]) for d in load(corpus)] == [
         ("d1", document.text, "T\ufffd")
     ]
+
+
+# ---- parsing in a killable worker, from any thread -------------------------------------------
+
+
+def _in_thread(action: Any) -> Any:
+    """``action()`` in another thread (where no timer can interrupt a parser); its result or
+    its exception, within the issue's bound of 30 s."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(action).result(timeout=30)
+
+
+def test_a_workbook_declaring_every_cell_is_stopped_at_its_budget_in_a_thread(
+    tmp_path: Path,
+) -> None:
+    """In-process, only the main thread has a timer: ``load`` in a thread ran on past 120 s.
+    The worker of ``load_isolated`` is killed at the budget whatever the calling thread."""
+    from ragtools.parsers.loading import load_isolated
+    from tests.conftest import every_cell_workbook, parse_workers
+
+    bomb = every_cell_workbook(tmp_path / "wide.xlsx")
+    before = parse_workers()
+    started = time.monotonic()
+    with pytest.raises(ParseError, match=r"wide\.xlsx: parsing took longer than the time budget"):
+        _in_thread(lambda: load_isolated(bomb, time_budget=1))
+    assert time.monotonic() - started < 30
+    assert parse_workers() <= before  # the worker is gone when the call returns
+
+
+def test_a_parse_past_its_memory_limit_is_a_parse_error_naming_it(tmp_path: Path) -> None:
+    from ragtools.parsers.loading import load_isolated
+
+    line = b"lorem ipsum dolor sit amet, consectetur adipiscing elit\n"
+    small, big = tmp_path / "small.txt", tmp_path / "big.txt"
+    small.write_bytes(line * 1000)
+    big.write_bytes(line * 800_000)  # 45 MB: read, joined and decoded, over 128 MiB
+    limit = 128 * 1024 * 1024
+    assert _in_thread(lambda: load_isolated(small, memory_limit=limit)) == load(small)
+    with pytest.raises(ParseError, match=rf"big\.txt: .*more than the memory limit of {limit}"):
+        _in_thread(lambda: load_isolated(big, memory_limit=limit))
+
+
+def test_a_cancelled_parse_stops_its_worker_at_once(tmp_path: Path) -> None:
+    import threading
+
+    from ragtools.parsers._pool import ABANDONED
+    from ragtools.parsers.loading import load_isolated
+    from tests.conftest import every_cell_workbook, parse_workers
+
+    bomb = every_cell_workbook(tmp_path / "wide.xlsx")
+    gave_up = threading.Event()
+    threading.Timer(2.0, gave_up.set).start()
+    before = parse_workers()
+    with pytest.raises(ParseError, match=rf"wide\.xlsx: {re.escape(ABANDONED)}"):
+        _in_thread(lambda: load_isolated(bomb, time_budget=None, cancelled=gave_up.is_set))
+    assert parse_workers() <= before
+
+
+def test_load_isolated_gives_what_load_gives(pdf_dir: Path, tmp_path: Path) -> None:
+    from ragtools.parsers import PasswordRequiredError
+    from ragtools.parsers.loading import load_isolated
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Tides\n\nThe moon pulls the sea. Café ﬁne.\n", encoding="utf-8")
+    for file in (pdf_dir / "google-doc-document.pdf", notes):
+        assert load_isolated(file) == load(file)
+    locked = pdf_dir / "libreoffice-writer-password.pdf"
+    with pytest.raises(PasswordRequiredError) as raised:
+        load_isolated(locked)
+    with pytest.raises(PasswordRequiredError) as expected:
+        load(locked)
+    assert str(raised.value) == str(expected.value)
+    assert load_isolated(locked, password="openpassword") == load(locked, password="openpassword")
