@@ -33,6 +33,13 @@ when the tool is made, ``roots=[]`` for none), plus the files the application ha
 ``call(params, files=...)``. Paths are resolved (symbolic links included) before the check;
 FIFOs, devices and files over ``max_bytes`` are refused before they are opened; a tool
 configured with ``file_access=False`` reads nothing.
+
+**Bounded parsing.** Tools run in threads (a ``ToolsNode`` runs each call in one), where no
+timer can interrupt a parser, so files are parsed in a worker process that is killed past
+``time_budget`` seconds (default :data:`~ragtools.parsers.loading.DEFAULT_TIME_BUDGET`), past
+``memory_limit`` bytes (default :data:`~ragtools.parsers.loading.DEFAULT_MEMORY_LIMIT`) or as
+soon as the call times out (:class:`~ragtools.retrieval.tools.parse_cache.ParseCache`): the
+model gets an error naming the file and the limit, and no parse outlives its call.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from typing import Any, ClassVar
 from ragtools.indexes import Embedder, Index
 from ragtools.parsers import split
 from ragtools.parsers.errors import ConfigError, ParseError, ToolInputError
-from ragtools.parsers.loading import DEFAULT_MAX_BYTES
+from ragtools.parsers.loading import DEFAULT_MAX_BYTES, DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_BUDGET
 from ragtools.retrieval.base import IndexRetriever, Retriever
 from ragtools.retrieval.frontpage import FrontPageRetriever
 from ragtools.retrieval.hit import Hit
@@ -102,13 +109,16 @@ class FileTool(FunctionTool):
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
         self.file_access = bool(self.config.get("file_access", self.file_access))
+        max_bytes = int(self.config.get("max_bytes", DEFAULT_MAX_BYTES))
         self.scope = FileScope(
-            self.config.get("roots"),
-            max_bytes=int(self.config.get("max_bytes", DEFAULT_MAX_BYTES)),
-            enabled=self.file_access,
+            self.config.get("roots"), max_bytes=max_bytes, enabled=self.file_access
         )
-        directory = self.config.get("cache_dir")
-        self.parse_cache: ParseCache = self.config.get("parse_cache") or ParseCache(directory)
+        self.parse_cache: ParseCache = self.config.get("parse_cache") or ParseCache(
+            self.config.get("cache_dir"),
+            max_bytes=max_bytes,
+            time_budget=self.config.get("time_budget", DEFAULT_TIME_BUDGET),
+            memory_limit=self.config.get("memory_limit", DEFAULT_MEMORY_LIMIT),
+        )
 
     def call(self, params: ToolArguments, files: Sequence[str] | None = None, **kwargs: Any) -> Any:
         """Run on ``params`` (JSON text or a dict) and ``files`` (added to the arguments')."""
@@ -185,8 +195,9 @@ class Retrieval(FileTool):
     ``rag_searchers`` (see the module docstring), ``k`` (hits fetched before the budget, 20),
     ``embedder`` (an ``Embedder``; default the bundled model), ``tokenizer`` (see
     :func:`~retrieval.tools.budget.token_counter`), ``chunk_size``/``chunk_overlap``,
-    ``cache_dir`` or ``parse_cache``, ``timeout``, and the file scope of every file tool:
-    ``roots``, ``max_bytes``, ``file_access`` (module docstring).
+    ``cache_dir`` or ``parse_cache``, ``timeout``, and what every file tool takes: the file
+    scope (``roots``, ``max_bytes``, ``file_access``) and the parse bounds (``time_budget``,
+    ``memory_limit``), see the module docstring.
 
     Raises:
         ConfigError: an unknown searcher, a budget or ``k`` below 1.
