@@ -71,7 +71,7 @@ from ragtools.retrieval.tools.file_scope import FileScope
 from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.parse_cache import ParseCache
 from ragtools.retrieval.tools.registry import register_tool
-from ragtools.retrieval.tools.retriever_tool import format_hit
+from ragtools.retrieval.tools.retriever_tool import MAX_QUERY_CHARS, format_hit
 from ragtools.retrieval.vector import VectorRetriever
 
 __all__ = [
@@ -214,6 +214,7 @@ class Retrieval(FileTool):
             "description": "Keywords or a question to match in the documents.",
             "required": True,
             "minLength": 1,
+            "maxLength": MAX_QUERY_CHARS,
         },
         {
             "name": "files",

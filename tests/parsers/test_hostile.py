@@ -555,6 +555,28 @@ def test_read_lines_finds_the_longest_line_across_blocks(
             text.read_lines(file, "lines.txt", limit=longest_ok - 1)
 
 
+@pytest.mark.parametrize(
+    ("data", "longest_ok"),
+    [
+        (b"abcd\nefghij\nk", 6),
+        (b"abcdefghij", 10),  # no line end at all
+        (b"ab\ncdefg\n", 5),
+        (b"\n\n\n", 0),
+    ],
+)
+def test_iter_lines_streams_lines_and_stops_at_the_first_too_long(
+    data: bytes, longest_ok: int
+) -> None:
+    import io
+
+    from ragtools.parsers.text import iter_lines
+
+    assert list(iter_lines(io.BytesIO(data), "q.txt", limit=longest_ok)) == data.splitlines(True)
+    if longest_ok:
+        with pytest.raises(ParseError, match=f"q.txt: line .* longer than {longest_ok - 1}"):
+            list(iter_lines(io.BytesIO(data), "q.txt", limit=longest_ok - 1))
+
+
 def test_html_and_json_documents_are_not_line_capped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
