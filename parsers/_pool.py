@@ -165,6 +165,7 @@ def _work(
                 pages.failed,
                 pages.blank,
                 pages.garbled,
+                sorted(pages.limited.items()),
             ]
             documents = pages.documents
         else:
@@ -196,6 +197,7 @@ def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
         failed=sorted(p for a in answers for p in a["pages"][2]),
         blank=sorted(p for a in answers for p in a["pages"][3]),
         garbled=sorted(p for a in answers for p in a["pages"][4]),
+        limited=dict(sorted((page, why) for a in answers for page, why in a["pages"][5])),
     )
     try:
         return pdf.finish_pages(task.source, pages)

@@ -324,20 +324,33 @@ def test_html_text_is_collected_without_per_node_scans(monkeypatch: pytest.Monke
 # ---- a PDF whose pages share one content stream ----------------------------------------------
 
 
-def shared_stream_pdf(path: Path, pages: int, operations: bytes) -> None:
-    """A PDF of ``pages`` pages that all draw the one (compressed) content stream."""
-    stream = zlib.compress(operations, 9)
-    font = 4 + pages
-    page = (
-        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
-        f"/Resources << /Font << /F1 {font} 0 R >> >> >>"
-    ).encode()
-    kids = " ".join(f"{4 + i} 0 R" for i in range(pages))
+def shared_stream_pdf(path: Path, pages: int, operations: bytes, last: bytes | None = None) -> None:
+    """A PDF of ``pages`` pages that all draw the one (compressed) content stream, or, given
+    ``last``, all but the last page, which draws ``last``."""
+    font = 5 + pages
+
+    def page(contents: int) -> bytes:
+        return (
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {contents} 0 R "
+            f"/Resources << /Font << /F1 {font} 0 R >> >> >>"
+        ).encode()
+
+    def stream(data: bytes) -> bytes:
+        packed = zlib.compress(data, 9)
+        return b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (
+            len(packed),
+            packed,
+        )
+
+    kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
+    last_page = page(3) if last is None else page(4)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream),
-        *[page] * pages,
+        stream(operations),
+        stream(last if last is not None else b""),
+        *[page(3)] * (pages - 1),
+        last_page,
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
     out = bytearray(b"%PDF-1.4\n")
@@ -391,6 +404,47 @@ def test_pages_drawing_more_text_than_the_limit_are_a_parse_error(
     (failure,) = result.errors
     assert failure.error == "ParseError"
     assert "produced more than 500 characters of text" in failure.message
+
+
+#: A content stream that inflates past pypdf's 75 MB limit (from some 80 KB).
+_INFLATING = b"BT /F1 12 Tf 72 720 Td (bomb) Tj ET\n" + b" " * 80_000_000
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_pdf_over_pypdfs_limits_says_so_not_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """pypdf's ``LimitReachedError`` read "the PDF is damaged"; the message names the limit,
+    in one process and when the file's pages are split over workers."""
+    monkeypatch.setattr(_pool, "SHARD_MIN_BYTES", 0)  # split this small PDF by pages
+    path = tmp_path / "bomb.pdf"
+    shared_stream_pdf(path, 2, _INFLATING)
+    assert path.stat().st_size < 200_000
+    expected = (
+        "no page could be read; page 1: stopped at one of pypdf's safety limits (Limit "
+        "reached while decompressing"
+    )
+    if workers == 1:
+        with pytest.raises(ParseError, match=re.escape(f"bomb.pdf: {expected}")):
+            load(path)
+    (failure,) = load_dir(tmp_path, workers=workers).errors
+    assert failure.message.startswith(f"{path}: {expected}")
+    assert "damaged" not in failure.message
+
+
+def test_a_page_over_pypdfs_limits_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "half.pdf"
+    shared_stream_pdf(path, 2, b"BT /F1 12 Tf 72 720 Td (Honey bees dance) Tj ET", _INFLATING)
+    with caplog.at_level("WARNING", logger="ragtools.parsers.pdf"):
+        documents = load(path)
+    assert [(d.metadata["page"], d.text) for d in documents] == [(1, "Honey bees dance")]
+    (warning,) = caplog.records
+    assert warning.getMessage().startswith(
+        f"{path}: page(s) 2 stopped at one of pypdf's safety limits (Limit reached while "
+    )
+    assert warning.getMessage().endswith("; those pages are skipped")
 
 
 def test_docx_paragraph_styles_are_looked_up_once_not_per_paragraph(
