@@ -240,7 +240,10 @@ def load_isolated(
     so a caller that gives up leaves nothing running. Starting the worker costs a fraction
     of a second: cache the result (the file tools' parse cache does). A parser registered
     by the application runs in the calling process, as in :func:`load`, since a fresh
-    interpreter would not know it.
+    interpreter would not know it. As with every ``spawn`` worker, the worker imports the
+    caller's main script: a script keeps its work under ``if __name__ == "__main__":``
+    (a call from the worker's import fails at once, but the script's other top-level code
+    runs there again).
 
     Args:
         path: as :func:`load`.

@@ -39,7 +39,9 @@ timer can interrupt a parser, so files are parsed in a worker process that is ki
 ``time_budget`` seconds (default :data:`~ragtools.parsers.loading.DEFAULT_TIME_BUDGET`), past
 ``memory_limit`` bytes (default :data:`~ragtools.parsers.loading.DEFAULT_MEMORY_LIMIT`) or as
 soon as the call times out (:class:`~ragtools.retrieval.tools.parse_cache.ParseCache`): the
-model gets an error naming the file and the limit, and no parse outlives its call.
+model gets an error naming the file and the limit, and no parse outlives its call. The
+worker is started with ``spawn`` and imports the main script, so a script that calls these
+tools keeps its work under ``if __name__ == "__main__":``, as Qwen-Agent's examples do.
 """
 
 from __future__ import annotations
