@@ -182,6 +182,12 @@ def _work(
     return json.dumps(answer, ensure_ascii=False)
 
 
+def _replay_logs(answer: dict[str, Any]) -> None:
+    """Emit a worker's log records in this process's loggers."""
+    for name, level, message in answer["logs"]:
+        logging.getLogger(name).log(level, "%s", message)
+
+
 def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
     """Combine the answers of a file's shards (one answer when it was not sharded)."""
     for answer in answers:
@@ -225,7 +231,8 @@ def _lost_message(exc: BaseException, budget: float | None, memory_limit: int | 
     if isinstance(exc, MemoryError):
         return memory_message(memory_limit)
     if isinstance(exc, ProcessExpired):
-        return f"the worker process parsing it died ({exc}); the file was not parsed"
+        bound = "" if memory_limit is None else f", at its memory limit of {memory_limit} bytes?"
+        return f"the worker process parsing it died ({exc}{bound}); the file was not parsed"
     return f"the worker process parsing it failed ({type(exc).__name__}: {exc})"
 
 
@@ -305,8 +312,7 @@ def execute(
                     other.cancel()  # the file's other shards: a running one is killed
             yield
             continue
-        for name, level, message in answer["logs"]:
-            logging.getLogger(name).log(level, "%s", message)
+        _replay_logs(answer)
         slots = answers.setdefault(task.index, [None] * shards)
         slots[shard] = answer
         if all(slot is not None for slot in slots):
@@ -317,7 +323,7 @@ def execute(
 # ---- one file in a worker process of its own ------------------------------------------------
 
 
-ABANDONED = "the caller gave up waiting (a tool call past its timeout); its worker was stopped"
+ABANDONED = "the caller gave up waiting (a tool call past its timeout?); its worker was stopped"
 """The message of an isolated parse stopped because its caller no longer waits for it."""
 
 
@@ -379,8 +385,7 @@ def run_isolated(
             answer = json.loads(future.result())
         except Exception as exc:  # killed at the budget, died, or out of memory at the end
             raise ParseError(source, _lost_message(exc, budget, memory_limit)) from None
-    for name, level, message in answer["logs"]:
-        logging.getLogger(name).log(level, "%s", message)
+    _replay_logs(answer)
     if answer["error"] is not None:
         raise _answer_error(source, answer["error"])
     return [Document.model_validate(d) for d in answer["documents"]]
