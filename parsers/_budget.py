@@ -12,7 +12,10 @@ Two mechanisms enforce one budget:
   :class:`BudgetExceeded` in the parser's Python code when the budget is spent. That is
   available on POSIX in the main thread only; elsewhere (Windows, another thread) an
   in-process parse runs without a time budget, bounded by the size limits alone (zip
-  members, text produced).
+  members, text produced). Callers that run in threads (the agents' file tools, under a
+  ``ToolsNode``) therefore use :func:`~ragtools.parsers.loading.load_isolated`, which
+  parses in a worker process of its own under both the time budget and a memory bound
+  (:data:`DEFAULT_MEMORY_LIMIT`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,13 @@ MAX_TEXT_CHARS = 20_000_000
 """Characters of text one file may produce (some 10,000 pages): a small file that repeats
 one string or drawing (shared cells, one content stream drawn by every page) cannot grow
 into gigabytes of text."""
+
+
+DEFAULT_MEMORY_LIMIT = 1024 * 1024 * 1024
+"""Bytes of address space (``RLIMIT_AS``) a worker process parsing one file in isolation may
+use: parsing the largest file ``max_bytes`` admits takes a few hundred MiB (the bytes, the
+decoded text, its normal form), and a decompression or cell-range bomb is stopped here long
+before it can press on the machine."""
 
 
 class TextLimit:
@@ -72,6 +82,15 @@ def budget_message(seconds: float) -> str:
     return (
         f"parsing took longer than the time budget of {seconds:g} s and was stopped; "
         "raise time_budget if the file is genuine"
+    )
+
+
+def memory_message(limit: int | None) -> str:
+    """The failure message of a file whose parse ran out of memory."""
+    bound = "the memory available" if limit is None else f"the memory limit of {limit} bytes"
+    return (
+        f"parsing needed more than {bound} and was stopped (a file that expands "
+        "enormously?); raise memory_limit if the file is genuine"
     )
 
 

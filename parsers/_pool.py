@@ -3,7 +3,8 @@
 Kept apart from ``loading.py`` so the public module holds the API and its rules (which files
 are read, skipped or refused), and this one the parallel machinery: which files go to a pool
 and how big it is, splitting a long PDF by pages, the worker entry point, and gathering the
-JSON answers and the workers' log records back in the caller.
+JSON answers and the workers' log records back in the caller; and :func:`run_isolated`, one
+file parsed in a worker process of its own (the agents' file tools).
 
 Processes, because pypdf and the Office libraries are pure Python (threads would serialise
 on the GIL). The pool is used only when it pays: PDF and Office files totalling
@@ -29,8 +30,8 @@ import multiprocessing
 import os
 import sys
 import threading
-from collections.abc import Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import as_completed as _as_completed
 from dataclasses import dataclass, field
@@ -42,9 +43,9 @@ from pebble import ProcessExpired, ProcessPool
 from pydantic import JsonValue
 
 from ragtools.parsers import office, pdf  # noqa: F401  (register the formats workers parse)
-from ragtools.parsers._budget import BudgetExceeded, budget_message, time_budget
+from ragtools.parsers._budget import BudgetExceeded, budget_message, memory_message, time_budget
 from ragtools.parsers.document import Document
-from ragtools.parsers.errors import ParseError, RetrievalError
+from ragtools.parsers.errors import ParseError, PasswordRequiredError, RetrievalError
 from ragtools.parsers.file_metadata import with_file_metadata
 from ragtools.parsers.registry import ParserSpec, get_parser
 
@@ -59,6 +60,10 @@ _HEAVY = frozenset({"pdf", "docx", "pptx", "xlsx"})
 #: Seconds past the time budget before the pool kills a worker: time for the worker's own
 #: timer to report the file, which it can do unless the parser is stuck in C code.
 _GRACE = 5.0
+#: Seconds between two looks at an isolated parse's ``cancelled`` while its worker runs.
+_POLL = 0.05
+#: The address-space bound of this process when it is an isolated worker (else ``None``).
+_MEMORY_LIMIT: int | None = None
 
 _Failure = tuple[str, str, str]
 """A file that failed: ``(path, exception class name, message)``, the fields of FileError."""
@@ -84,6 +89,8 @@ def run_parser(
                 documents.append(with_file_metadata(document, source))
     except BudgetExceeded:
         raise ParseError(source, budget_message(budget or 0)) from None
+    except MemoryError:
+        raise ParseError(source, memory_message(_MEMORY_LIMIT)) from None
     except ParseError:
         raise
     except RetrievalError as exc:  # e.g. MissingDependencyError: keep its actionable message
@@ -158,6 +165,7 @@ def _work(
                 pages.failed,
                 pages.blank,
                 pages.garbled,
+                sorted(pages.limited.items()),
             ]
             documents = pages.documents
         else:
@@ -172,6 +180,12 @@ def _work(
         answer["error"] = ["ParseError", message]
     answer["logs"] = list(_COLLECTOR.records) if _COLLECTOR is not None else []
     return json.dumps(answer, ensure_ascii=False)
+
+
+def _replay_logs(answer: dict[str, Any]) -> None:
+    """Emit a worker's log records in this process's loggers."""
+    for name, level, message in answer["logs"]:
+        logging.getLogger(name).log(level, "%s", message)
 
 
 def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
@@ -189,6 +203,7 @@ def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
         failed=sorted(p for a in answers for p in a["pages"][2]),
         blank=sorted(p for a in answers for p in a["pages"][3]),
         garbled=sorted(p for a in answers for p in a["pages"][4]),
+        limited=dict(sorted((page, why) for a in answers for page, why in a["pages"][5])),
     )
     try:
         return pdf.finish_pages(task.source, pages)
@@ -207,13 +222,18 @@ def _lost(task: Task, exc: BaseException, budget: float | None) -> _Failure:
     """The failure of a file whose worker did not answer: killed at the time budget, or
     dead (a crash, or out of memory). It is never parsed again here: a file that can kill
     a worker would take the caller down with it."""
+    return failure(task.source, ParseError(task.source, _lost_message(exc, budget, None)))
+
+
+def _lost_message(exc: BaseException, budget: float | None, memory_limit: int | None) -> str:
     if isinstance(exc, FutureTimeout):
-        message = budget_message(budget or 0)
-    elif isinstance(exc, ProcessExpired):
-        message = f"the worker process parsing it died ({exc}); the file was not parsed"
-    else:
-        message = f"the worker process parsing it failed ({type(exc).__name__}: {exc})"
-    return failure(task.source, ParseError(task.source, message))
+        return budget_message(budget or 0)
+    if isinstance(exc, MemoryError):
+        return memory_message(memory_limit)
+    if isinstance(exc, ProcessExpired):
+        bound = "" if memory_limit is None else f", at its memory limit of {memory_limit} bytes?"
+        return f"the worker process parsing it died ({exc}{bound}); the file was not parsed"
+    return f"the worker process parsing it failed ({type(exc).__name__}: {exc})"
 
 
 def _heavy(task: Task) -> bool:
@@ -292,10 +312,80 @@ def execute(
                     other.cancel()  # the file's other shards: a running one is killed
             yield
             continue
-        for name, level, message in answer["logs"]:
-            logging.getLogger(name).log(level, "%s", message)
+        _replay_logs(answer)
         slots = answers.setdefault(task.index, [None] * shards)
         slots[shard] = answer
         if all(slot is not None for slot in slots):
             results[task.index] = _merge(task, [a for a in slots if a is not None])
             yield
+
+
+# ---- one file in a worker process of its own ------------------------------------------------
+
+
+ABANDONED = "the caller gave up waiting (a tool call past its timeout?); its worker was stopped"
+"""The message of an isolated parse stopped because its caller no longer waits for it."""
+
+
+def _init_isolated(memory_limit: int | None) -> None:
+    """Worker set-up: the log collector, and ``RLIMIT_AS`` lowered to ``memory_limit`` (the
+    hard limit stays, so the bound can only be made stricter from outside)."""
+    global _MEMORY_LIMIT
+    _init_worker()
+    if memory_limit is None or sys.platform == "win32":  # (Windows: no resource limits)
+        return
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = memory_limit if hard == resource.RLIM_INFINITY else min(memory_limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    _MEMORY_LIMIT = soft
+
+
+def _answer_error(source: str, error: list[str]) -> ParseError:
+    """The exception of a worker's ``[class name, message]`` error, its class kept."""
+    kind = PasswordRequiredError if error[0] == PasswordRequiredError.__name__ else ParseError
+    return kind(source, error[1].removeprefix(f"{source}: "))
+
+
+def run_isolated(
+    spec: ParserSpec,
+    file: Path,
+    source: str,
+    password: str | None,
+    budget: float | None,
+    memory_limit: int | None,
+    cancelled: Callable[[], bool] | None,
+) -> list[Document]:
+    """Run one parser in a worker process started for it (``spawn``: a clean interpreter,
+    whatever threads the caller has), killed when the budget and its grace have passed, when
+    ``cancelled()`` turns true, or when it outgrows ``memory_limit``. The worker is gone
+    when this returns, whichever way it returns.
+
+    Raises:
+        ParseError: the parser's failures, and the budget, the memory bound, a dead worker
+            or a cancelled call (each named in the message).
+    """
+    pool = ProcessPool(
+        1,
+        initializer=_init_isolated,
+        initargs=(memory_limit,),
+        context=multiprocessing.get_context("spawn"),
+    )
+    with contextlib.ExitStack() as stack:
+        stack.callback(pool.join)
+        stack.callback(pool.stop)  # runs first: kills the worker, whatever happened
+        args = (str(file), source, spec.name, 0, 1, password, budget)
+        timeout = None if budget is None else budget + _GRACE
+        future = pool.schedule(_work, args=args, timeout=timeout)
+        while not wait([future], timeout=_POLL).done:
+            if cancelled is not None and cancelled():
+                raise ParseError(source, ABANDONED)
+        try:
+            answer = json.loads(future.result())
+        except Exception as exc:  # killed at the budget, died, or out of memory at the end
+            raise ParseError(source, _lost_message(exc, budget, memory_limit)) from None
+    _replay_logs(answer)
+    if answer["error"] is not None:
+        raise _answer_error(source, answer["error"])
+    return [Document.model_validate(d) for d in answer["documents"]]

@@ -22,7 +22,9 @@ record's ``"\\ud800"``) are replaced by U+FFFD here, at the boundary, in the tex
 every metadata value but ``source`` and ``path`` (file names, kept exactly: see
 :func:`parsers.document.json_text`); the number replaced is logged per file and counted in
 :attr:`LoadResult.replaced`, so nothing downstream fails to encode the text.
-Every parse runs under a per-file ``time_budget`` (:mod:`parsers._budget`); a worker
+Every parse runs under a per-file ``time_budget`` (:mod:`parsers._budget`);
+:func:`load_isolated` is :func:`load` in a worker process of its own, bounded in time and
+memory from any thread and stoppable by its caller (the agents' file tools use it); a worker
 process that dies (a crash, out of memory) fails its own file only, which is never parsed
 again in the caller, so one bomb cannot take the batch down.
 
@@ -42,7 +44,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +58,7 @@ from ragtools.parsers import (  # noqa: F401  (register formats)
     svg,
     text,
 )
-from ragtools.parsers._budget import DEFAULT_TIME_BUDGET
+from ragtools.parsers._budget import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_BUDGET
 from ragtools.parsers._pool import (
     Jobs,
     Outcome,
@@ -64,6 +66,7 @@ from ragtools.parsers._pool import (
     execute,
     failure,
     pool_size,
+    run_isolated,
     run_parser,
     submit,
 )
@@ -83,12 +86,14 @@ from ragtools.parsers.selection import (
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_MEMORY_LIMIT",
     "DEFAULT_TIME_BUDGET",
     "FileError",
     "LoadResult",
     "Plan",
     "load",
     "load_dir",
+    "load_isolated",
     "plan_files",
 ]
 
@@ -212,13 +217,78 @@ def load(
         >>> len(docs), docs[0].metadata["page"]
         (14, 1)
     """
+    source, file, spec = _prepare(path, time_budget, max_bytes)
+    return _finish(source, file, spec, run_parser(spec, file, source, password, time_budget))
+
+
+def load_isolated(
+    path: str | os.PathLike[str],
+    *,
+    password: str | None = None,
+    time_budget: float | None = DEFAULT_TIME_BUDGET,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
+    cancelled: Callable[[], bool] | None = None,
+) -> list[Document]:
+    """:func:`load`, with the parse in a worker process that is killed when it overruns.
+
+    For callers in any thread (an agent's file tool under a ``ToolsNode``, a server), where
+    :func:`load`'s timer cannot run: the worker (started with ``spawn``) parses under
+    ``time_budget``, is killed once that and a grace period have passed (a parser stuck in
+    C code included), cannot map more than ``memory_limit`` bytes (``RLIMIT_AS``, on POSIX),
+    and is stopped as soon as ``cancelled()`` returns True (checked a few times a second),
+    so a caller that gives up leaves nothing running. Starting the worker costs a fraction
+    of a second: cache the result (the file tools' parse cache does). A parser registered
+    by the application runs in the calling process, as in :func:`load`, since a fresh
+    interpreter would not know it. As with every ``spawn`` worker, the worker imports the
+    caller's main script: a script keeps its work under ``if __name__ == "__main__":``
+    (a call from the worker's import fails at once, but the script's other top-level code
+    runs there again).
+
+    Args:
+        path: as :func:`load`.
+        password: as :func:`load`.
+        time_budget: as :func:`load`, enforced in every thread.
+        max_bytes: as :func:`load`.
+        memory_limit: bytes of address space the worker may use (``None``: no bound).
+        cancelled: polled while the worker runs; True stops it.
+
+    Returns:
+        The documents, as :func:`load` returns them.
+
+    Raises:
+        PasswordRequiredError: as :func:`load`.
+        ParseError: as :func:`load`, and a parse over the memory bound, a worker that died
+            or a call cancelled (each named in the message).
+        ConfigError: ``time_budget``, ``max_bytes`` or ``memory_limit`` is not positive.
+    """
+    if memory_limit is not None and memory_limit < 1:
+        msg = f"memory_limit must be a positive number of bytes or None, got {memory_limit}"
+        raise ConfigError(msg)
+    source, file, spec = _prepare(path, time_budget, max_bytes)
+    if spec.builtin:
+        args = (password, time_budget, memory_limit, cancelled)
+        parsed = run_isolated(spec, file, source, *args)
+    else:
+        parsed = run_parser(spec, file, source, password, time_budget)
+    return _finish(source, file, spec, parsed)
+
+
+def _prepare(
+    path: str | os.PathLike[str], time_budget: float | None, max_bytes: int
+) -> tuple[str, Path, ParserSpec]:
+    """The checks before a parse: arguments, the file (kind, size, head) and its parser."""
     _check_budget(time_budget)
     _check_max_bytes(max_bytes)
     source = os.fspath(path)
     file = Path(source)
     head = _read_head(file, source, max_bytes)
-    spec = _resolve(file, head, source)
-    parsed = run_parser(spec, file, source, password, time_budget)
+    return source, file, _resolve(file, head, source)
+
+
+def _finish(source: str, file: Path, spec: ParserSpec, parsed: list[Document]) -> list[Document]:
+    """The documents of one file as :func:`load` returns them: surrogates replaced, the
+    file's metadata added."""
     documents, _ = documents_without_surrogates(parsed, source, _FILE_NAMES)
     try:
         extra = file_metadata(file, spec, file.stat())

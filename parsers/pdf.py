@@ -18,6 +18,12 @@ CJK collections through Adobe's CMaps (:mod:`parsers.pdf_text_check`); if that i
 or pdfminer.six is not installed, the page is skipped with a WARNING and nothing of it is
 indexed. A page whose extraction fails is skipped with a WARNING as well; only a file
 where every page fails, or that pypdf cannot open, raises :class:`ParseError`.
+
+pypdf stops work past its safety limits (a stream inflating past 75 MB, a cyclic page tree:
+``LimitReachedError``), which is what a decompression bomb meets. That is said as such,
+never as "damaged": a page over a limit is skipped with a WARNING naming the limit, and a
+file where no page could be read, or that cannot be opened for it, is a ``ParseError``
+naming the file and pypdf's message.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ def _open(path: Path, source: str, password: str | None) -> Any:
     try:
         reader = PdfReader(path, strict=False)
     except Exception as exc:
-        msg = f"not a readable PDF ({type(exc).__name__}: {exc})"
+        msg = over_limit(exc) or f"not a readable PDF ({type(exc).__name__}: {exc})"
         raise ParseError(source, msg) from exc
     if not reader.is_encrypted:
         return reader
@@ -120,7 +126,9 @@ class PdfPages:
     garbled: list[int] = field(default_factory=list)
     """1-based pages whose text is garbage however it is read."""
     failed: list[int] = field(default_factory=list)
-    """1-based pages whose extraction raised."""
+    """1-based pages whose extraction raised (a limit excepted)."""
+    limited: dict[int, str] = field(default_factory=dict)
+    """1-based pages stopped by one of pypdf's safety limits, with its message."""
 
 
 def extract_pages(
@@ -139,7 +147,7 @@ def extract_pages(
     try:
         n_pages = len(reader.pages)
     except Exception as exc:
-        msg = f"cannot read the page tree ({type(exc).__name__}: {exc})"
+        msg = over_limit(exc) or f"cannot read the page tree ({type(exc).__name__}: {exc})"
         raise ParseError(source, msg) from exc
     if n_pages == 0:
         msg = "the PDF has no pages"
@@ -156,9 +164,12 @@ def extract_pages(
         try:
             page = reader.pages[index]
             raw = _page_text(page, extracted)
-        except Exception:
+        except Exception as exc:
             logger.debug("%s: page %d: extraction failed", source, index + 1, exc_info=True)
-            result.failed.append(index + 1)
+            if over_limit(exc):
+                result.limited[index + 1] = str(exc)
+            else:
+                result.failed.append(index + 1)
             continue
         text = limit.add(normalize_text(raw or ""))
         if not text:
@@ -185,6 +196,21 @@ def extract_pages(
             metadata["title"] = title
         result.documents.append(Document(text=texts[index], metadata=metadata))
     return result
+
+
+def over_limit(exc: BaseException) -> str | None:
+    """The reason to give for pypdf's ``LimitReachedError`` (else ``None``)."""
+    from pypdf.errors import LimitReachedError
+
+    return limit_reason(str(exc)) if isinstance(exc, LimitReachedError) else None
+
+
+def limit_reason(message: str) -> str:
+    """What stopping at a pypdf safety limit means, around pypdf's ``message``."""
+    return (
+        f"stopped at one of pypdf's safety limits ({message}): a decompression bomb, or a "
+        "file bigger inside than pypdf reads"
+    )
 
 
 def _draws_images(page: Any) -> bool:
@@ -253,9 +279,20 @@ def finish_pages(source: str, pages: PdfPages) -> list[Document]:
         ParseError: extraction failed on every page, or the pages hold more text than
             :data:`parsers._budget.MAX_TEXT_CHARS`.
     """
+    if pages.limited and len(pages.failed) + len(pages.limited) == pages.n_pages:
+        first = min(pages.limited)
+        msg = f"no page could be read; page {first}: {limit_reason(pages.limited[first])}"
+        raise ParseError(source, msg)
     if pages.failed and len(pages.failed) == pages.n_pages:
         msg = f"text extraction failed on every page ({pages.n_pages}); the PDF is damaged"
         raise ParseError(source, msg)
+    if pages.limited:
+        logger.warning(
+            "%s: page(s) %s %s; those pages are skipped",
+            source,
+            format_pages(list(pages.limited)),
+            limit_reason(pages.limited[min(pages.limited)]),
+        )
     if pages.failed:
         logger.warning(
             "%s: text extraction failed on page(s) %s; those pages are skipped",

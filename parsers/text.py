@@ -27,8 +27,11 @@ one line. The file as a whole is bounded before any read, from its ``stat`` size
 from __future__ import annotations
 
 import codecs
+import itertools
 import logging
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import JsonValue
 
@@ -43,6 +46,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "PREFERRED_ENCODINGS",
     "decode_bytes",
+    "iter_lines",
     "looks_like_text",
     "parse_text",
     "read_lines",
@@ -84,9 +88,9 @@ def looks_like_text(head: bytes) -> bool:
 
 def _line_too_long(source: str | Path, line: int, limit: int) -> ParseError:
     msg = (
-        f"line {line} is longer than {limit} bytes, the limit for a line of a text, "
-        "Markdown, CSV or JSON Lines file (parsers.text.MAX_LINE_BYTES); break the line "
-        "or convert the file"
+        f"line {line} is longer than {limit} bytes, the limit for one line of a "
+        "line-oriented file (text, Markdown, CSV, JSON Lines, a query list; "
+        "parsers.text.MAX_LINE_BYTES); break the line or convert the file"
     )
     return ParseError(source, msg)
 
@@ -120,6 +124,29 @@ def read_lines(path: Path, source: str | Path, limit: int | None = None) -> byte
             if run > limit:
                 raise _line_too_long(source, line, limit)
     return b"".join(blocks)
+
+
+def iter_lines(handle: BinaryIO, source: str | Path, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of a binary stream one at a time (each with its ``\\n``), refused at the
+    first line over ``limit`` bytes (``None``: :data:`MAX_LINE_BYTES`).
+
+    For input read as it comes (a pipe, standard input, a query file), where
+    :func:`read_lines` would hold the whole file: an endless line (``/dev/zero``) costs
+    ``limit`` bytes and a clear error, never all memory. Lines end at ``\\n`` only.
+
+    Raises:
+        ParseError: a line longer than ``limit`` (naming ``source``, its number and the
+            limit).
+        OSError: the stream cannot be read.
+    """
+    limit = MAX_LINE_BYTES if limit is None else limit
+    for number in itertools.count(1):
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            raise _line_too_long(source, number, limit)
+        yield line
 
 
 def _control_ratio(text: str) -> float:

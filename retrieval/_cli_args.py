@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
-from typing import IO, Any
+from typing import Any, BinaryIO
 
 import json5
 
@@ -16,7 +16,9 @@ from ragtools.indexes.onnx_export import PRECISIONS
 from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.nesting import nesting_problem, text_too_deep
+from ragtools.parsers.text import iter_lines
 from ragtools.retrieval.filters import MAX_FILTER_DEPTH
+from ragtools.retrieval.query_text import query_problem
 
 
 def parse_filter(text: str | None) -> dict[str, Any] | None:
@@ -43,31 +45,49 @@ def read_queries(source: str) -> Iterator[dict[str, Any]]:
     """``--queries``: one query a line, as text or as a JSON object with ``query`` (and any
     other keys, e.g. an ``id``, echoed in the answer). ``-`` reads standard input.
 
-    A JSON line nested past :data:`~parsers.nesting.MAX_NESTING` is a ``ConfigError`` naming
-    the file, the line and the limit (measured before parsing, as tool arguments are); lone
+    Lines are read one at a time and none may be longer than
+    :data:`~parsers.text.MAX_LINE_BYTES` (:func:`~parsers.text.iter_lines`), so an endless
+    input (``/dev/zero``) costs a few mebibytes and one error line, never all memory. Text
+    is UTF-8 (a byte that is not becomes U+FFFD, as in a query given as an argument). A
+    query longer than :data:`~retrieval.query_text.LONGEST_QUERY` characters, or a JSON line
+    nested past :data:`~parsers.nesting.MAX_NESTING` (measured before parsing, as tool
+    arguments are), is a ``ConfigError`` naming the file, the line and the limit; lone
     surrogates in a query are left to the retrievers, which replace them.
+
+    Raises:
+        ConfigError: a bad line (see above).
+        ParseError: a line over ``MAX_LINE_BYTES`` (naming the file and the line).
+        OSError: the file cannot be read.
     """
-    handle: IO[str] = sys.stdin if source == "-" else open(source, encoding="utf-8")  # noqa: SIM115
+    handle: BinaryIO = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115
     with handle:
-        for number, line in enumerate(handle, 1):
-            text = line.strip()
+        for number, line in enumerate(iter_lines(handle, source), 1):
+            text = line.decode("utf-8", "replace").strip()
             if not text:
                 continue
-            if not text.startswith("{"):
-                yield {"query": text}
-                continue
-            if text_too_deep(text):
-                msg = f"{source}, line {number}: {nesting_problem()}"
-                raise ConfigError(msg)
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                msg = f"{source}, line {number}: not valid JSON ({exc.msg})"
-                raise ConfigError(msg) from exc
-            if not isinstance(record, dict) or not isinstance(record.get("query"), str):
-                msg = f'{source}, line {number}: a JSON line needs a "query" string'
+            record = _query_record(text, source, number)
+            problem = query_problem(record["query"])
+            if problem is not None:
+                msg = f"{source}, line {number}: {problem}"
                 raise ConfigError(msg)
             yield record
+
+
+def _query_record(text: str, source: str, number: int) -> dict[str, Any]:
+    if not text.startswith("{"):
+        return {"query": text}
+    if text_too_deep(text):
+        msg = f"{source}, line {number}: {nesting_problem()}"
+        raise ConfigError(msg)
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{source}, line {number}: not valid JSON ({exc.msg})"
+        raise ConfigError(msg) from exc
+    if not isinstance(record, dict) or not isinstance(record.get("query"), str):
+        msg = f'{source}, line {number}: a JSON line needs a "query" string'
+        raise ConfigError(msg)
+    return record
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

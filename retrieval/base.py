@@ -16,8 +16,7 @@ import numpy.typing as npt
 
 from ragtools.indexes.bundle import Index, IndexState
 from ragtools.indexes.ranking import Ranking, check_k
-from ragtools.parsers.document import Chunk, replace_surrogates
-from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.document import Chunk
 from ragtools.retrieval.expand import (
     ExpandMode,
     Expansion,
@@ -27,6 +26,7 @@ from ragtools.retrieval.expand import (
 )
 from ragtools.retrieval.filters import BoolArray, check_depth, filter_mask
 from ragtools.retrieval.hit import Hit, ranked_hits, top_by_key
+from ragtools.retrieval.query_text import query_text
 from ragtools.retrieval.source_paths import resolve_source_paths
 from ragtools.retrieval.threshold import MinScore, apply_min_score, check_min_score
 
@@ -130,16 +130,15 @@ class BaseRetriever(ABC):
     ) -> list[Hit]:
         """Return at most ``k`` hits (default ``self.k``), best first.
 
-        Lone surrogates in ``query`` (``"\\ud800"``, which no encoder or tokenizer takes)
-        are replaced by U+FFFD first, as the parsers replace them in documents.
+        The query is checked and its lone surrogates replaced first
+        (:func:`~retrieval.query_text.query_text`).
 
         Raises:
-            ConfigError: ``query`` is not a string or ``k`` is not a positive integer.
+            ConfigError: ``query`` is not a string or longer than
+                :data:`~retrieval.query_text.LONGEST_QUERY` characters, or ``k`` is not a
+                positive integer.
         """
-        if not isinstance(query, str):
-            msg = f"query must be a string, got {type(query).__name__}"
-            raise ConfigError(msg)
-        query, _ = replace_surrogates(query)
+        query = query_text(query)
         return self.finish(self._retrieve(query, self.k if k is None else check_k(k), filter))
 
     def finish(self, hits: list[Hit]) -> list[Hit]:

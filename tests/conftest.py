@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +39,69 @@ def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         path = tmp_path_factory.mktemp("ragtools-cache")
         mp.setenv("RAGTOOLS_CACHE_DIR", str(path))
         yield path
+
+
+_SPREADSHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relationships"
+_OFFICE_RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def every_cell_workbook(path: Path) -> Path:
+    """A 1.5 KB XLSX whose one sheet declares ``A1:XFD1048576`` (every cell Excel allows) and
+    holds two: a reader that trusts the declared range walks 17 billion empty cells. Zipped
+    by hand, as an attacker would write it."""
+    import zipfile
+
+    types = "http://schemas.openxmlformats.org/package/2006/content-types"
+    main = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+    parts = {
+        "[Content_Types].xml": (
+            f'<Types xmlns="{types}"><Default Extension="rels" ContentType="application/'
+            'vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" '
+            'ContentType="application/xml"/><Override PartName="/xl/workbook.xml" '
+            f'ContentType="{main}.sheet.main+xml"/><Override PartName="/xl/worksheets/'
+            f'sheet1.xml" ContentType="{main}.worksheet+xml"/></Types>'
+        ),
+        "_rels/.rels": (
+            f'<Relationships xmlns="{_RELATIONSHIPS}"><Relationship Id="rId1" Type="'
+            f'{_OFFICE_RELATIONSHIPS}/officeDocument" Target="xl/workbook.xml"/></Relationships>'
+        ),
+        "xl/workbook.xml": (
+            f'<workbook xmlns="{_SPREADSHEET}" xmlns:r="{_OFFICE_RELATIONSHIPS}"><sheets>'
+            '<sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>'
+        ),
+        "xl/_rels/workbook.xml.rels": (
+            f'<Relationships xmlns="{_RELATIONSHIPS}"><Relationship Id="rId1" Type="'
+            f'{_OFFICE_RELATIONSHIPS}/worksheet" Target="worksheets/sheet1.xml"/>'
+            "</Relationships>"
+        ),
+        "xl/worksheets/sheet1.xml": (
+            f'<worksheet xmlns="{_SPREADSHEET}"><dimension ref="A1:XFD1048576"/><sheetData>'
+            '<row r="1"><c r="A1" t="inlineStr"><is><t>first</t></is></c></row>'
+            '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>last</t></is></c></row>'
+            "</sheetData></worksheet>"
+        ),
+    }
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as package:
+        for name, xml in parts.items():
+            package.writestr(name, '<?xml version="1.0" encoding="UTF-8"?>' + xml)
+    return path
+
+
+def parse_workers() -> set[int]:
+    """Process ids of this process's live ``multiprocessing`` children (parse workers)."""
+    import multiprocessing
+
+    return {child.pid for child in multiprocessing.active_children() if child.pid is not None}
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 20.0) -> bool:
+    """Poll ``condition`` until it holds or ``seconds`` pass; whether it held."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

@@ -12,6 +12,11 @@ PyYAML, in the ``eval`` extra) or JSON: a list of figures, or ``{"figures": [...
 one file can hold several datasets; a file with no figure for the report's is an error, as
 is a figure whose retriever or metric the report does not have (a check that silently checks
 nothing would pass forever).
+
+Hostile files end in a ``ParseError`` naming the file, fast: objects and lists nested past
+:data:`~parsers.nesting.MAX_NESTING` (measured before parsing), and a YAML alias bomb (a
+1 kB file whose aliases expand to billions of items): fields must hold single values, and a
+value of another kind is named by its type, never printed.
 """
 
 from __future__ import annotations
@@ -20,17 +25,23 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.parsers.nesting import nesting_problem, text_too_deep
 from ragtools.retrieval.evaluation.metrics import canonical_metric
 from ragtools.retrieval.names import canonical_retriever
 
 __all__ = ["ExpectedFigure", "load_expected", "verify_report"]
 
 _FIELDS = ("dataset", "retriever", "metric", "value", "tolerance")
+_SCALARS = (str, int, float, bool, type(None), date)
+"""What a field may hold (YAML reads an unquoted date as one). Anything else is refused by
+its type: never turned into text, since a YAML alias bomb is a list of lists that shares
+its items (cheap to load) and expands to billions of items when printed."""
 
 
 @dataclass(frozen=True)
@@ -66,12 +77,16 @@ def load_expected(path: str | Path) -> list[ExpectedFigure]:
         raise ParseError(
             source, f"cannot read the expected figures ({exc.strerror or exc})"
         ) from exc
+    if text_too_deep(text):  # flow brackets, counted before a recursive parser sees them
+        raise ParseError(source, nesting_problem())
     if source.suffix.lower() in (".yaml", ".yml"):
         yaml = require("yaml", "eval", "pyyaml")
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ParseError(source, f"not valid YAML ({exc})") from exc
+        except RecursionError:  # block nesting (indentation), which no bracket shows
+            raise ParseError(source, nesting_problem()) from None
     else:
         try:
             data = json.loads(text)
@@ -89,10 +104,16 @@ def load_expected(path: str | Path) -> list[ExpectedFigure]:
 
 def _figure(source: Path, number: int, entry: Any) -> ExpectedFigure:
     if not isinstance(entry, Mapping):
-        raise ParseError(source, f"figure {number}: expected a mapping, got {entry!r}")
+        kind = type(entry).__name__
+        raise ParseError(source, f"figure {number}: expected a mapping, got a {kind}")
     missing = [name for name in _FIELDS if name not in entry]
     if missing:
         raise ParseError(source, f"figure {number}: missing {', '.join(missing)}")
+    for name in (*_FIELDS, "split"):
+        if not isinstance(entry.get(name), _SCALARS):
+            kind = type(entry[name]).__name__
+            msg = f"figure {number}: {name} must be one value (text or number), got a {kind}"
+            raise ParseError(source, msg)
     try:
         value = _finite(entry["value"], "value")
         tolerance = _finite(entry["tolerance"], "tolerance")

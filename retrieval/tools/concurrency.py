@@ -4,6 +4,14 @@ Kept apart from :mod:`retrieval.tools.base` because none of it depends on what a
 ``batch``/``abatch`` only need an ``invoke``/``ainvoke`` callable, and an async-only tool
 called from sync code only needs a coroutine factory. Each thread pool task runs in a copy of
 the caller's context, so context variables (the current tool-call id) reach the tool.
+
+**Abandoned calls.** Python cannot stop a thread, so a sync tool past its timeout runs on.
+Each call run under a timeout gets a flag in its context that is raised when its caller stops
+waiting (:func:`call_with_timeout` past the timeout, :func:`in_thread` when its await is
+cancelled); :func:`abandoned` reads it, nested calls included. Work that can be stopped
+checks it: the file tools' parse runs in a worker process that is killed as soon as the flag
+is raised (:class:`~ragtools.retrieval.tools.parse_cache.ParseCache`), so a timed-out call
+leaves no parse behind.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from typing import Any, TypeVar, cast
 from ragtools.retrieval.tools.exceptions import ToolTimeoutError
 
 __all__ = [
+    "abandoned",
     "abatch_calls",
     "acall_with_timeout",
     "batch_calls",
@@ -29,6 +38,25 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+_ABANDONED: contextvars.ContextVar[tuple[threading.Event, ...]] = contextvars.ContextVar(
+    "ragtools_tool_call_abandoned", default=()
+)
+"""The flags of the timed calls this context runs inside, innermost last."""
+
+
+def abandoned() -> bool:
+    """Whether a caller of the code running here has stopped waiting for it (a tool call
+    past its timeout, or a cancelled await); such work should stop."""
+    return any(flag.is_set() for flag in _ABANDONED.get())
+
+
+def _flagged_context() -> tuple[contextvars.Context, threading.Event]:
+    """A copy of the caller's context with one more abandonment flag, and that flag."""
+    context = contextvars.copy_context()
+    flag = threading.Event()
+    context.run(_ABANDONED.set, (*_ABANDONED.get(), flag))
+    return context, flag
 
 
 def batch_calls(
@@ -102,12 +130,13 @@ def call_with_timeout(func: Callable[[], _T], timeout: float | None, tool: str) 
 
     With a timeout the call runs in a daemon thread (in a copy of the caller's context) so the
     caller can stop waiting; Python cannot stop the thread itself, so a timed-out call runs
-    on and its result is discarded. Daemon, so a stuck tool never blocks interpreter exit.
+    on (its :func:`abandoned` flag raised) and its result is discarded. Daemon, so a stuck
+    tool never blocks interpreter exit.
     """
     if timeout is None:
         return func()
     outcome: dict[str, Any] = {}
-    context = contextvars.copy_context()
+    context, flag = _flagged_context()
 
     def target() -> None:
         try:
@@ -119,6 +148,7 @@ def call_with_timeout(func: Callable[[], _T], timeout: float | None, tool: str) 
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
+        flag.set()
         raise ToolTimeoutError(tool, timeout)
     if "error" in outcome:
         raise outcome["error"]
@@ -140,11 +170,12 @@ async def in_thread(func: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T
 
     Unlike :func:`asyncio.to_thread`, the thread is not in the loop's default executor, which
     :func:`asyncio.run` joins on exit: a sync tool still running after its timeout must not
-    keep the program from finishing. Cancelling the await abandons the result.
+    keep the program from finishing. Cancelling the await abandons the result and raises the
+    call's :func:`abandoned` flag.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[_T] = loop.create_future()
-    context = contextvars.copy_context()
+    context, flag = _flagged_context()
 
     def settle(setter: Callable[[Any], None], value: Any) -> None:
         if not future.done():
@@ -161,4 +192,8 @@ async def in_thread(func: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T
             loop.call_soon_threadsafe(settle, *outcome)
 
     threading.Thread(target=target, name="tool-worker", daemon=True).start()
-    return await future
+    try:
+        return await future
+    except asyncio.CancelledError:
+        flag.set()
+        raise

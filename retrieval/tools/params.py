@@ -213,8 +213,16 @@ def validate_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any]) 
     error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "(arguments)"
-        msg = f"Invalid value for parameter {where}: {error.message}"
+        msg = f"Invalid value for parameter {where}: {_shortened(error.message)}"
         raise ToolInputError(msg)
+
+
+def _shortened(message: str, keep: int = 200) -> str:
+    """jsonschema's message with the value it quotes cut in the middle: a model that sent a
+    megabyte-long query needs the reason (at the end), not its query read back."""
+    if len(message) <= 2 * keep:
+        return message
+    return f"{message[:keep]} [... {len(message) - 2 * keep} characters ...] {message[-keep:]}"
 
 
 def verify_arguments(

@@ -20,6 +20,14 @@ by a crash of another tool, edited by hand) is logged and parsed again.
 
 Counters (``parses``, ``hits``) say what a call did, so tests and logs can tell a cached call
 from a parsing one.
+
+**Parsing is bounded in any thread.** A miss is parsed by
+:func:`~ragtools.parsers.loading.load_isolated`: in a worker process under ``time_budget``
+and ``memory_limit``, killed when it overruns, and killed too as soon as the tool call it
+serves is abandoned (:func:`~ragtools.retrieval.tools.concurrency.abandoned`: a
+``ToolsNode`` or tool timeout). Tools run in threads, where :func:`~ragtools.parsers.load`'s
+timer cannot; a crafted file (a workbook declaring ``A1:XFD1048576``, a file whose text
+expands without end) is a ``ParseError`` naming it and the limit, and nothing keeps running.
 """
 
 from __future__ import annotations
@@ -35,8 +43,15 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from ragtools.parsers import Document, load
+from ragtools.parsers import Document
 from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.parsers.loading import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MEMORY_LIMIT,
+    DEFAULT_TIME_BUDGET,
+    load_isolated,
+)
+from ragtools.retrieval.tools.concurrency import abandoned
 
 __all__ = ["ParseCache", "default_cache_dir"]
 
@@ -63,6 +78,13 @@ class ParseCache:
         directory: where entries live (created on first write); default
             :func:`default_cache_dir`.
         settings: JSON values that change what parsing produces (merged into every key).
+        max_bytes: larger files are refused unread (a ``ParseError`` naming the limit).
+        time_budget: seconds one file may take to parse (``None``: no limit).
+        memory_limit: bytes of address space its parse may use (``None``: no bound).
+
+    Raises:
+        ConfigError: settings that are not JSON (a budget or limit that is not positive is
+            refused by the first parse).
 
     Attributes:
         parses: files parsed by this instance (cache misses).
@@ -70,10 +92,19 @@ class ParseCache:
     """
 
     def __init__(
-        self, directory: str | Path | None = None, *, settings: Mapping[str, Any] | None = None
+        self,
+        directory: str | Path | None = None,
+        *,
+        settings: Mapping[str, Any] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        time_budget: float | None = DEFAULT_TIME_BUDGET,
+        memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
     ) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.settings = dict(settings or {})
+        self.max_bytes = max_bytes
+        self.time_budget = time_budget
+        self.memory_limit = memory_limit
         try:
             json.dumps(self.settings, sort_keys=True)
         except TypeError as exc:
@@ -110,7 +141,9 @@ class ParseCache:
         """The documents of ``path``: from the cache, or parsed (and then cached).
 
         Raises:
-            ParseError: the file is missing, unreadable or cannot be parsed (names the file).
+            ParseError: the file is missing, unreadable or cannot be parsed, or its parse
+                overran the time budget or the memory bound, or the call was abandoned
+                (names the file and the limit).
         """
         key = self.key(path, password=password)
         entry = self.directory / f"{key}.json"
@@ -120,7 +153,14 @@ class ParseCache:
                 self.hits += 1
             logger.debug("parse cache hit for %s", path)
             return documents
-        documents = load(path, password=password)
+        documents = load_isolated(
+            path,
+            password=password,
+            max_bytes=self.max_bytes,
+            time_budget=self.time_budget,
+            memory_limit=self.memory_limit,
+            cancelled=abandoned,
+        )
         with self._lock:
             self.parses += 1
         self._write(entry, documents)

@@ -33,6 +33,15 @@ when the tool is made, ``roots=[]`` for none), plus the files the application ha
 ``call(params, files=...)``. Paths are resolved (symbolic links included) before the check;
 FIFOs, devices and files over ``max_bytes`` are refused before they are opened; a tool
 configured with ``file_access=False`` reads nothing.
+
+**Bounded parsing.** Tools run in threads (a ``ToolsNode`` runs each call in one), where no
+timer can interrupt a parser, so files are parsed in a worker process that is killed past
+``time_budget`` seconds (default :data:`~ragtools.parsers.loading.DEFAULT_TIME_BUDGET`), past
+``memory_limit`` bytes (default :data:`~ragtools.parsers.loading.DEFAULT_MEMORY_LIMIT`) or as
+soon as the call times out (:class:`~ragtools.retrieval.tools.parse_cache.ParseCache`): the
+model gets an error naming the file and the limit, and no parse outlives its call. The
+worker is started with ``spawn`` and imports the main script, so a script that calls these
+tools keeps its work under ``if __name__ == "__main__":``, as Qwen-Agent's examples do.
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ from typing import Any, ClassVar, cast
 from ragtools.indexes import Embedder, Index
 from ragtools.parsers import split
 from ragtools.parsers.errors import ConfigError, ParseError, ToolInputError
-from ragtools.parsers.loading import DEFAULT_MAX_BYTES
+from ragtools.parsers.loading import DEFAULT_MAX_BYTES, DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_BUDGET
 from ragtools.retrieval.base import Ranker, Retriever
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.hybrid import HybridRetriever
@@ -63,7 +72,7 @@ from ragtools.retrieval.tools.file_scope import FileScope
 from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.parse_cache import ParseCache
 from ragtools.retrieval.tools.registry import register_tool
-from ragtools.retrieval.tools.retriever_tool import format_hit
+from ragtools.retrieval.tools.retriever_tool import MAX_QUERY_CHARS, format_hit
 
 __all__ = [
     "DEFAULT_TOOL_CONFIGS",
@@ -106,13 +115,16 @@ class FileTool(FunctionTool):
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
         self.file_access = bool(self.config.get("file_access", self.file_access))
+        max_bytes = int(self.config.get("max_bytes", DEFAULT_MAX_BYTES))
         self.scope = FileScope(
-            self.config.get("roots"),
-            max_bytes=int(self.config.get("max_bytes", DEFAULT_MAX_BYTES)),
-            enabled=self.file_access,
+            self.config.get("roots"), max_bytes=max_bytes, enabled=self.file_access
         )
-        directory = self.config.get("cache_dir")
-        self.parse_cache: ParseCache = self.config.get("parse_cache") or ParseCache(directory)
+        self.parse_cache: ParseCache = self.config.get("parse_cache") or ParseCache(
+            self.config.get("cache_dir"),
+            max_bytes=max_bytes,
+            time_budget=self.config.get("time_budget", DEFAULT_TIME_BUDGET),
+            memory_limit=self.config.get("memory_limit", DEFAULT_MEMORY_LIMIT),
+        )
 
     def call(self, params: ToolArguments, files: Sequence[str] | None = None, **kwargs: Any) -> Any:
         """Run on ``params`` (JSON text or a dict) and ``files`` (added to the arguments')."""
@@ -189,8 +201,9 @@ class Retrieval(FileTool):
     ``rag_searchers`` (see the module docstring), ``k`` (hits fetched before the budget, 20),
     ``embedder`` (an ``Embedder``; default the bundled model), ``tokenizer`` (see
     :func:`~retrieval.tools.budget.token_counter`), ``chunk_size``/``chunk_overlap``,
-    ``cache_dir`` or ``parse_cache``, ``timeout``, and the file scope of every file tool:
-    ``roots``, ``max_bytes``, ``file_access`` (module docstring).
+    ``cache_dir`` or ``parse_cache``, ``timeout``, and what every file tool takes: the file
+    scope (``roots``, ``max_bytes``, ``file_access``) and the parse bounds (``time_budget``,
+    ``memory_limit``), see the module docstring.
 
     Raises:
         ConfigError: an unknown searcher, a budget or ``k`` below 1.
@@ -207,6 +220,7 @@ class Retrieval(FileTool):
             "description": "Keywords or a question to match in the documents.",
             "required": True,
             "minLength": 1,
+            "maxLength": MAX_QUERY_CHARS,
         },
         {
             "name": "files",

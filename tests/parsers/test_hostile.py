@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import multiprocessing
 import os
+import re
 import signal
 import time
 import zipfile
@@ -323,20 +324,33 @@ def test_html_text_is_collected_without_per_node_scans(monkeypatch: pytest.Monke
 # ---- a PDF whose pages share one content stream ----------------------------------------------
 
 
-def shared_stream_pdf(path: Path, pages: int, operations: bytes) -> None:
-    """A PDF of ``pages`` pages that all draw the one (compressed) content stream."""
-    stream = zlib.compress(operations, 9)
-    font = 4 + pages
-    page = (
-        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R "
-        f"/Resources << /Font << /F1 {font} 0 R >> >> >>"
-    ).encode()
-    kids = " ".join(f"{4 + i} 0 R" for i in range(pages))
+def shared_stream_pdf(path: Path, pages: int, operations: bytes, last: bytes | None = None) -> None:
+    """A PDF of ``pages`` pages that all draw the one (compressed) content stream, or, given
+    ``last``, all but the last page, which draws ``last``."""
+    font = 5 + pages
+
+    def page(contents: int) -> bytes:
+        return (
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {contents} 0 R "
+            f"/Resources << /Font << /F1 {font} 0 R >> >> >>"
+        ).encode()
+
+    def stream(data: bytes) -> bytes:
+        packed = zlib.compress(data, 9)
+        return b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (
+            len(packed),
+            packed,
+        )
+
+    kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
+    last_page = page(3) if last is None else page(4)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream),
-        *[page] * pages,
+        stream(operations),
+        stream(last if last is not None else b""),
+        *[page(3)] * (pages - 1),
+        last_page,
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
     out = bytearray(b"%PDF-1.4\n")
@@ -390,6 +404,47 @@ def test_pages_drawing_more_text_than_the_limit_are_a_parse_error(
     (failure,) = result.errors
     assert failure.error == "ParseError"
     assert "produced more than 500 characters of text" in failure.message
+
+
+#: A content stream that inflates past pypdf's 75 MB limit (from some 80 KB).
+_INFLATING = b"BT /F1 12 Tf 72 720 Td (bomb) Tj ET\n" + b" " * 80_000_000
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_pdf_over_pypdfs_limits_says_so_not_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """pypdf's ``LimitReachedError`` read "the PDF is damaged"; the message names the limit,
+    in one process and when the file's pages are split over workers."""
+    monkeypatch.setattr(_pool, "SHARD_MIN_BYTES", 0)  # split this small PDF by pages
+    path = tmp_path / "bomb.pdf"
+    shared_stream_pdf(path, 2, _INFLATING)
+    assert path.stat().st_size < 200_000
+    expected = (
+        "no page could be read; page 1: stopped at one of pypdf's safety limits (Limit "
+        "reached while decompressing"
+    )
+    if workers == 1:
+        with pytest.raises(ParseError, match=re.escape(f"bomb.pdf: {expected}")):
+            load(path)
+    (failure,) = load_dir(tmp_path, workers=workers).errors
+    assert failure.message.startswith(f"{path}: {expected}")
+    assert "damaged" not in failure.message
+
+
+def test_a_page_over_pypdfs_limits_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "half.pdf"
+    shared_stream_pdf(path, 2, b"BT /F1 12 Tf 72 720 Td (Honey bees dance) Tj ET", _INFLATING)
+    with caplog.at_level("WARNING", logger="ragtools.parsers.pdf"):
+        documents = load(path)
+    assert [(d.metadata["page"], d.text) for d in documents] == [(1, "Honey bees dance")]
+    (warning,) = caplog.records
+    assert warning.getMessage().startswith(
+        f"{path}: page(s) 2 stopped at one of pypdf's safety limits (Limit reached while "
+    )
+    assert warning.getMessage().endswith("; those pages are skipped")
 
 
 def test_docx_paragraph_styles_are_looked_up_once_not_per_paragraph(
@@ -554,6 +609,28 @@ def test_read_lines_finds_the_longest_line_across_blocks(
             text.read_lines(file, "lines.txt", limit=longest_ok - 1)
 
 
+@pytest.mark.parametrize(
+    ("data", "longest_ok"),
+    [
+        (b"abcd\nefghij\nk", 6),
+        (b"abcdefghij", 10),  # no line end at all
+        (b"ab\ncdefg\n", 5),
+        (b"\n\n\n", 0),
+    ],
+)
+def test_iter_lines_streams_lines_and_stops_at_the_first_too_long(
+    data: bytes, longest_ok: int
+) -> None:
+    import io
+
+    from ragtools.parsers.text import iter_lines
+
+    assert list(iter_lines(io.BytesIO(data), "q.txt", limit=longest_ok)) == data.splitlines(True)
+    if longest_ok:
+        with pytest.raises(ParseError, match=f"q.txt: line .* longer than {longest_ok - 1}"):
+            list(iter_lines(io.BytesIO(data), "q.txt", limit=longest_ok - 1))
+
+
 def test_html_and_json_documents_are_not_line_capped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -644,3 +721,78 @@ def test_a_beir_corpus_gets_the_same_replacement_as_load(tmp_path: Path) -> None
     assert [(d.id, d.text, d.metadata["title"]) for d in load(corpus)] == [
         ("d1", document.text, "T\ufffd")
     ]
+
+
+# ---- parsing in a killable worker, from any thread -------------------------------------------
+
+
+def _in_thread(action: Any) -> Any:
+    """``action()`` in another thread (where no timer can interrupt a parser); its result or
+    its exception, within the issue's bound of 30 s."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(action).result(timeout=30)
+
+
+def test_a_workbook_declaring_every_cell_is_stopped_at_its_budget_in_a_thread(
+    tmp_path: Path,
+) -> None:
+    """In-process, only the main thread has a timer: ``load`` in a thread ran on past 120 s.
+    The worker of ``load_isolated`` is killed at the budget whatever the calling thread."""
+    from ragtools.parsers.loading import load_isolated
+    from tests.conftest import every_cell_workbook, parse_workers
+
+    bomb = every_cell_workbook(tmp_path / "wide.xlsx")
+    before = parse_workers()
+    started = time.monotonic()
+    with pytest.raises(ParseError, match=r"wide\.xlsx: parsing took longer than the time budget"):
+        _in_thread(lambda: load_isolated(bomb, time_budget=1))
+    assert time.monotonic() - started < 30
+    assert parse_workers() <= before  # the worker is gone when the call returns
+
+
+def test_a_parse_past_its_memory_limit_is_a_parse_error_naming_it(tmp_path: Path) -> None:
+    from ragtools.parsers.loading import load_isolated
+
+    line = b"lorem ipsum dolor sit amet, consectetur adipiscing elit\n"
+    small, big = tmp_path / "small.txt", tmp_path / "big.txt"
+    small.write_bytes(line * 1000)
+    big.write_bytes(line * 800_000)  # 45 MB: read, joined and decoded, over 128 MiB
+    limit = 128 * 1024 * 1024
+    assert _in_thread(lambda: load_isolated(small, memory_limit=limit)) == load(small)
+    with pytest.raises(ParseError, match=rf"big\.txt: .*more than the memory limit of {limit}"):
+        _in_thread(lambda: load_isolated(big, memory_limit=limit))
+
+
+def test_a_cancelled_parse_stops_its_worker_at_once(tmp_path: Path) -> None:
+    import threading
+
+    from ragtools.parsers._pool import ABANDONED
+    from ragtools.parsers.loading import load_isolated
+    from tests.conftest import every_cell_workbook, parse_workers
+
+    bomb = every_cell_workbook(tmp_path / "wide.xlsx")
+    gave_up = threading.Event()
+    threading.Timer(2.0, gave_up.set).start()
+    before = parse_workers()
+    with pytest.raises(ParseError, match=rf"wide\.xlsx: {re.escape(ABANDONED)}"):
+        _in_thread(lambda: load_isolated(bomb, time_budget=None, cancelled=gave_up.is_set))
+    assert parse_workers() <= before
+
+
+def test_load_isolated_gives_what_load_gives(pdf_dir: Path, tmp_path: Path) -> None:
+    from ragtools.parsers import PasswordRequiredError
+    from ragtools.parsers.loading import load_isolated
+
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Tides\n\nThe moon pulls the sea. Café ﬁne.\n", encoding="utf-8")
+    for file in (pdf_dir / "google-doc-document.pdf", notes):
+        assert load_isolated(file) == load(file)
+    locked = pdf_dir / "libreoffice-writer-password.pdf"
+    with pytest.raises(PasswordRequiredError) as raised:
+        load_isolated(locked)
+    with pytest.raises(PasswordRequiredError) as expected:
+        load(locked)
+    assert str(raised.value) == str(expected.value)
+    assert load_isolated(locked, password="openpassword") == load(locked, password="openpassword")

@@ -288,3 +288,102 @@ def test_the_bundled_model_is_never_handed_a_lone_surrogate(tmp_path: Path) -> N
     assert [h.chunk.text for h in hits] == ["trace the compile step"]
     vectors = index.embedder.embed_documents(["trace \ud800 compile", "trace \ufffd compile"])
     assert vectors.shape[0] == 2 and bool((vectors[0] == vectors[1]).all())
+
+
+# ---- long queries -----------------------------------------------------------------------------
+
+
+def test_rag_search_queries_from_dev_zero_is_one_line(index: Path) -> None:
+    """It reached 2.6 GB, then a ``MemoryError`` traceback."""
+    from ragtools.parsers.text import MAX_LINE_BYTES
+
+    proc = rag("search", str(index), "--queries", "/dev/zero", "--mode", "keyword")
+    lines = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1
+    assert lines[0].startswith(f"rag: error: /dev/zero: line 1 is longer than {MAX_LINE_BYTES}")
+
+
+def test_a_100_mb_query_line_is_refused_after_reading_one_line_cap(tmp_path: Path) -> None:
+    """A 100 MB query line took 1.6 GB; reading stops at the line cap."""
+    import tracemalloc
+
+    from ragtools.parsers.errors import ParseError
+    from ragtools.parsers.text import MAX_LINE_BYTES
+    from ragtools.retrieval._cli_args import read_queries
+
+    queries = tmp_path / "queries.txt"
+    with queries.open("wb") as handle:
+        handle.write(b"bees\nhoney ")
+        handle.truncate(100 * 1024 * 1024)  # one line of 100 MB (sparse: no disk used)
+    records = read_queries(str(queries))
+    assert next(records) == {"query": "bees"}
+    tracemalloc.start()
+    try:
+        with pytest.raises(
+            ParseError, match=rf"queries\.txt: line 2 is longer than {MAX_LINE_BYTES}"
+        ):
+            next(records)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * MAX_LINE_BYTES  # a few line caps, not the 100 MB line
+
+
+def test_a_query_over_the_longest_names_the_file_line_and_limit(
+    index: Path, tmp_path: Path
+) -> None:
+    from ragtools.retrieval.query_text import LONGEST_QUERY
+
+    queries = tmp_path / "queries.jsonl"
+    long = json.dumps({"id": "q2", "query": "bees " * (LONGEST_QUERY // 5 + 1)})
+    queries.write_text("bees\n" + long + "\n", encoding="utf-8")
+    proc = rag("search", str(index), "--queries", str(queries), "--mode", "keyword", "-k", "1")
+    assert proc.returncode == 2
+    assert proc.stdout.decode().count('"hits"') == 1  # the first query was answered
+    assert proc.stderr.decode().splitlines() == [
+        f"rag: error: {queries}, line 2: the query is {LONGEST_QUERY + 5} characters long, "
+        f"over the limit of {LONGEST_QUERY} (retrieval.query_text.LONGEST_QUERY); search "
+        "with its key sentences instead"
+    ]
+
+
+def test_every_retriever_refuses_a_query_over_the_longest(tmp_path: Path) -> None:
+    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.testing import FakeEmbedder
+    from ragtools.retrieval import HybridRetriever
+    from ragtools.retrieval.keyword import KeywordRetriever
+    from ragtools.retrieval.query_text import LONGEST_QUERY
+    from ragtools.retrieval.vector import VectorRetriever
+
+    (tmp_path / "bees.txt").write_text("Honey bees dance.", encoding="utf-8")
+    index = Index.build([tmp_path / "bees.txt"], tmp_path / "index", embedder=FakeEmbedder())
+    longest = "bees " * (LONGEST_QUERY // 5)
+    assert len(longest) == LONGEST_QUERY
+    for retriever in (
+        KeywordRetriever(index),
+        VectorRetriever(index),
+        HybridRetriever.from_index(index),
+    ):
+        assert [h.chunk.text for h in retriever.invoke(longest)] == ["Honey bees dance."]
+        with pytest.raises(ConfigError, match=f"query is {LONGEST_QUERY + 1} characters long"):
+            retriever.invoke(longest + "s")
+
+
+def test_a_file_tool_quotes_little_of_a_query_over_its_bound(tmp_path: Path) -> None:
+    from ragtools.indexes.testing import FakeEmbedder
+    from ragtools.retrieval.tools import get_tool, make_tool_call
+    from ragtools.retrieval.tools.retriever_tool import MAX_QUERY_CHARS
+
+    (tmp_path / "bees.txt").write_text("Honey bees dance.", encoding="utf-8")
+    tool = get_tool(
+        "retrieval", roots=[tmp_path], cache_dir=str(tmp_path / "cache"), embedder=FakeEmbedder()
+    )
+    query = "bees " * 200_000  # a megabyte
+    call = make_tool_call("retrieval", {"query": query, "files": [str(tmp_path / "bees.txt")]})
+    message = tool.invoke(call)
+    assert message.status == "error"
+    assert message.content.startswith("Invalid value for parameter query: 'bees bees")
+    assert message.content.endswith("bees ' is too long")
+    assert len(message.content) < 600
+    fine = {"query": "bees " * (MAX_QUERY_CHARS // 5 - 1), "files": [str(tmp_path / "bees.txt")]}
+    assert "Honey bees dance." in tool.invoke(make_tool_call("retrieval", fine)).content

@@ -132,3 +132,77 @@ def test_bad_files_raise_naming_the_file(
 def test_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ParseError, match=r"no-such\.yaml: cannot read"):
         load_expected(tmp_path / "no-such.yaml")
+
+
+# ---- hostile files: a named error, fast ----------------------------------------------------
+
+
+def _laughs(levels: int = 9) -> list[str]:
+    """Billion laughs: each anchor lists nine aliases of the one before (9**9 items)."""
+    lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 9) + "]")
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("figures", "message"),
+    [
+        ("figures: [*a8]", "figure 1: expected a mapping, got a list"),
+        (
+            "figures: [{dataset: *a8, retriever: k, metric: P@1, value: 1, tolerance: 0}]",
+            r"figure 1: dataset must be one value \(text or number\), got a list",
+        ),
+        (
+            "figures: [{dataset: s, retriever: k, metric: P@1, value: *a8, tolerance: 0}]",
+            r"figure 1: value must be one value \(text or number\), got a list",
+        ),
+        ("figures: &f [*f]", "figure 1: expected a mapping, got a list"),  # it holds itself
+    ],
+)
+def test_a_yaml_alias_bomb_is_a_named_error_at_once(
+    tmp_path: Path, figures: str, message: str
+) -> None:
+    """A 1.2 kB bomb took 66 s, then a traceback: its values were printed into a message."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join([*_laughs(), figures]) + "\n", encoding="utf-8")
+    assert path.stat().st_size < 1300
+    with pytest.raises(ParseError, match=rf"bomb\.yaml: {message}"):
+        load_expected(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("deep.json", "[" * 100_000 + "]" * 100_000),
+        ("deep.yaml", "figures: " + "[" * 100_000 + "]" * 100_000),
+        ("block.yaml", "".join(" " * depth + "-\n" for depth in range(0, 6_000, 2))),
+    ],
+)
+def test_deeply_nested_expected_files_are_a_named_error(
+    tmp_path: Path, name: str, content: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ParseError, match=f"{name}: objects and lists nested more than 32 levels"):
+        load_expected(path)
+
+
+def test_rag_eval_refuses_the_bomb_before_evaluating(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join([*_laughs(), "figures: [*a8]"]) + "\n", encoding="utf-8")
+    rag = Path(sys.executable).with_name("rag")
+    proc = subprocess.run(
+        [str(rag), "eval", "--dataset", str(tmp_path / "none"), "--verify", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"rag: error: {path}: figure 1: expected a mapping, got a list"
+    ]

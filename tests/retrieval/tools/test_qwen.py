@@ -6,9 +6,14 @@ counted with the bundled MiniLM tokenizer and checked against ``transformers``' 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import resource
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,6 +31,7 @@ from ragtools.retrieval.tools.budget import embedder_counter, fit_blocks, token_
 from ragtools.retrieval.tools.parse_cache import ParseCache
 from ragtools.retrieval.tools.qwen import DocParser, Retrieval, SimpleDocParser
 from ragtools.retrieval.tools.retriever_tool import format_hit
+from tests.conftest import every_cell_workbook, parse_workers, wait_until
 from tests.retrieval.tools.conftest import FakeRetriever
 
 PDFS = (Path(__file__).resolve().parents[4] / "shared" / "pdfs").resolve()  # ../shared: a link?
@@ -267,3 +273,70 @@ class TestBudget:
         assert content == "\n\n".join(rendered[:2]) and artifact == retriever.hits
         with pytest.raises(ConfigError, match="max_content_tokens"):
             create_retriever_tool(retriever, "docs", "Search.", max_content_tokens=0)
+
+
+class TestHostileFiles:
+    """Issue #38: a file tool inside a ``ToolsNode`` runs in a thread, where no timer can stop
+    a parser; the parse runs in a worker process that is killed at its budget, at its memory
+    bound, or when the node stops waiting."""
+
+    @staticmethod
+    def _invoke_in_thread(node: ToolsNode, call: Any, **options: Any) -> Any:
+        with ThreadPoolExecutor(1) as pool:  # an application's thread, as an agent server's
+            return pool.submit(node.invoke, [call], **options).result(timeout=60)[0]
+
+    def test_a_workbook_declaring_every_cell_ends_at_the_parse_budget(self, tmp_path: Path) -> None:
+        bomb = every_cell_workbook(tmp_path / "wide.xlsx")
+        tool = get_tool("simple_doc_parser", roots=[tmp_path], time_budget=2)
+        node = ToolsNode([tool], timeout=300)
+        before = parse_workers()
+        started = time.monotonic()
+        message = self._invoke_in_thread(
+            node, make_tool_call("simple_doc_parser", {"url": str(bomb)})
+        )
+        assert time.monotonic() - started < 30  # it ran past 120 s
+        assert message.status == "error"
+        assert "wide.xlsx: parsing took longer than the time budget of 2 s" in message.content
+        assert parse_workers() <= before
+
+    @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+    def test_a_node_timeout_stops_the_parse(self, tmp_path: Path, mode: str) -> None:
+        """The node answers at its timeout, and the parse behind it stops too: no worker
+        process and no tool thread are left running."""
+        bomb = every_cell_workbook(tmp_path / "wide.xlsx")
+        tool = get_tool("retrieval", roots=[tmp_path], cache_dir=str(tmp_path), time_budget=600)
+        node = ToolsNode([tool], timeout=2)
+        call = make_tool_call("retrieval", {"query": "first", "files": [str(bomb)]})
+        before = parse_workers()
+        if mode == "invoke":
+            message = self._invoke_in_thread(node, call)
+        else:
+            message = asyncio.run(node.ainvoke([call]))[0]
+        assert message.status == "error"
+        assert "did not finish within its timeout of 2 s" in message.content
+        assert wait_until(lambda: parse_workers() <= before)
+        assert wait_until(
+            lambda: not any(t.name.startswith("tool-") for t in threading.enumerate())
+        )
+
+    @pytest.mark.stress
+    def test_a_200_mb_text_file_stops_when_the_node_stops_waiting(self, tmp_path: Path) -> None:
+        """The issue's 200 MB text file parsed on after the node's timeout had answered and
+        reached 1.48 GB. Now the node answers at its timeout, the worker parsing the file is
+        killed then, and this process grows by far less than the file's gigabyte."""
+        big = tmp_path / "big.txt"
+        line = b"lorem ipsum dolor sit amet, consectetur adipiscing elit\n"
+        with big.open("wb") as handle:
+            for _ in range(200):
+                handle.write(line * 18_000)  # 1 MB
+        tool = get_tool("simple_doc_parser", roots=[tmp_path], max_bytes=300 * 1024 * 1024)
+        node = ToolsNode([tool], timeout=5)  # parsing it takes some 30 s
+        before = parse_workers()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        message = self._invoke_in_thread(
+            node, make_tool_call("simple_doc_parser", {"url": str(big)})
+        )
+        assert message.status == "error"
+        assert "did not finish within its timeout of 5 s" in message.content
+        assert wait_until(lambda: parse_workers() <= before, seconds=5)
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - peak < 1 << 30
