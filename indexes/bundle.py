@@ -22,6 +22,7 @@ whatever a writer does meanwhile. Nothing is pickled: chunks are JSON lines, BM2
 from __future__ import annotations
 
 import hashlib
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -91,15 +92,12 @@ class IndexState:
     manifest: dict[str, Any] = field(default_factory=dict)
     texts: Mapping[str, str] | None = None
     keys: LiveKeys | None = None
-    stats: GlobalStats | None = None
-    """The BM25 collection statistics of the version's live rows."""
+    keyword_half: KeywordHalf | None = None
+    """What the keyword searches of a version run on (see :class:`KeywordHalf`)."""
     entries: Sequence[SegmentEntry] = ()
     """The version's segments, in row order."""
     parts: Sequence[IndexState | None] = ()
     """Each segment's contents as read (``None``: held elsewhere, e.g. by a Ray actor)."""
-    keyword_index: tuple[BM25Index, Rows | None] | None = None
-    """The BM25 index keyword searches run on, and the live row of each of its rows
-    (``None``: they are the live rows); see :func:`read_version`."""
     deleted: Sequence[npt.NDArray[np.bool_]] = ()
     """Each segment's deleted rows."""
 
@@ -108,8 +106,14 @@ class IndexState:
         segments it holds."""
         return segmented_state(
             self.settings, self.parts, self.deleted, self.manifest, self.entries, search,
-            self.stats, self.keyword_index,
+            self.keyword_half,
         )  # fmt: skip
+
+    @property
+    def stats(self) -> GlobalStats | None:
+        """The BM25 collection statistics of the version's live rows (``None``: no keyword
+        half, or a version of one segment as stored, whose own statistics they are)."""
+        return None if self.keyword_half is None else self.keyword_half.resolve()[2]
 
     @cached_property
     def chunk_keys(self) -> npt.NDArray[np.int64]:
@@ -151,18 +155,49 @@ class SegmentPart(Protocol):
         ...
 
 
-class KeywordPart:
-    """The BM25 index of the segments this process holds (see :func:`_keyword_half`):
-    ``rows[i]`` is the live row of its row ``i`` (``None``: the same)."""
+class KeywordHalf:
+    """What a version's keyword searches run on: the BM25 index of the segments this
+    process holds, the live row of each of its rows, and the collection statistics, made on
+    the first search (:func:`_keyword_half`), so that opening a version to update it never
+    pays for them."""
 
-    def __init__(self, index: BM25Index, rows: Rows | None) -> None:
-        self.index, self.rows = index, rows
+    def __init__(
+        self,
+        parts: Sequence[IndexState | None],
+        entries: Sequence[SegmentEntry],
+        deleted: Sequence[npt.NDArray[np.bool_]],
+        stats: GlobalStats | None,
+        where: Path,
+    ) -> None:
+        self._args = (parts, entries, deleted, stats, where)
+        self.template = next(p.bm25 for p in parts if p is not None and p.bm25 is not None)
+        self._made: tuple[BM25Index, Rows | None, GlobalStats | None] | None = None
+        self._lock = threading.Lock()
+
+    def resolve(self) -> tuple[BM25Index, Rows | None, GlobalStats | None]:
+        """The index, its rows' live rows (``None``: the same) and the statistics."""
+        made = self._made
+        if made is None:
+            with self._lock:
+                if self._made is None:
+                    index, rows, stats = _keyword_half(*self._args)
+                    assert index is not None  # a template exists, so a BM25 half does
+                    self._made = (index, rows, stats)
+                made = self._made
+        return made
+
+
+class KeywordPart:
+    """The keyword half searched in this process (:class:`KeywordHalf`)."""
+
+    def __init__(self, half: KeywordHalf) -> None:
+        self.half = half
 
     def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
-        rows = self.rows
+        index, rows, _ = self.half.resolve()
         if rows is None:
-            return self.index.search(tokens, depth, allow)
-        found = self.index.search(tokens, depth, None if allow is None else allow[rows])
+            return index.search(tokens, depth, allow)
+        found = index.search(tokens, depth, None if allow is None else allow[rows])
         return Ranking(rows[found.rows], found.scores)
 
     def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
@@ -352,8 +387,7 @@ def segmented_state(
     manifest: dict[str, Any],
     entries: Sequence[SegmentEntry],
     search: Sequence[SegmentPart] | None = None,
-    stats: GlobalStats | None = None,
-    keyword: tuple[BM25Index, Rows | None] | None = None,
+    keyword: KeywordHalf | None = None,
 ) -> IndexState:
     """The state a search sees: the live chunks of every segment, and merged halves.
 
@@ -376,8 +410,8 @@ def segmented_state(
     ]
     bm25 = vector = None
     if settings.keyword and keyword is not None:
-        keyword_parts = search or [KeywordPart(*keyword)]
-        bm25 = cast(BM25Index, SegmentedBM25(keyword_parts, view, keyword[0]))
+        keyword_parts = search or [KeywordPart(keyword)]
+        bm25 = cast(BM25Index, SegmentedBM25(keyword_parts, view, keyword.template))
     if settings.vector and any(p.vector is not None for p in held):
         size = 0  # live vectors: a chunk has one per window
         for part, mask in zip(parts, deleted, strict=True):
@@ -397,8 +431,7 @@ def segmented_state(
         summary[DOCUMENT_TEXTS] = TEXTS_DIR if len(stored) == len(held) else None
     return IndexState(
         settings, chunks, bm25, vector, summary, texts,
-        keys=keys, stats=stats, entries=entries, parts=parts, deleted=deleted,
-        keyword_index=keyword,
+        keys=keys, keyword_half=keyword, entries=entries, parts=parts, deleted=deleted,
     )  # fmt: skip
 
 
@@ -528,7 +561,12 @@ class Index:
 
     @classmethod
     def open(
-        cls, path: str | Path, *, mmap: bool = True, embedder: Embedder | None = None
+        cls,
+        path: str | Path,
+        *,
+        mmap: bool = True,
+        embedder: Embedder | None = None,
+        lazy_chunks: bool | None = None,
     ) -> Index:
         """Open the live version of an index, verifying its format and every checksum.
 
@@ -536,6 +574,9 @@ class Index:
             path: the index directory.
             mmap: memory-map the large arrays instead of reading them.
             embedder: the embedder for queries (default: the model named in the manifest).
+            lazy_chunks: keep every segment's chunks in its file, parsed when read (what
+                an update wants: it reads the rows of changed files by each segment's map
+                of them); ``None`` does so for segments over :data:`LAZY_ROWS` rows.
 
         Raises:
             IndexLoadError: missing, damaged or tampered file (named in the message).
@@ -546,7 +587,9 @@ class Index:
             directory = current_version(root)
             pin = pin_version(root, directory.name)
             try:
-                index = open_version(root, directory, mmap=mmap, embedder=embedder)
+                index = open_version(
+                    root, directory, mmap=mmap, embedder=embedder, lazy_chunks=lazy_chunks
+                )
             except BaseException:
                 if pin is not None:
                     pin.release()
@@ -683,7 +726,12 @@ class Index:
 
 
 def open_version(
-    root: Path, directory: Path, *, mmap: bool = True, embedder: Embedder | None = None
+    root: Path,
+    directory: Path,
+    *,
+    mmap: bool = True,
+    embedder: Embedder | None = None,
+    lazy_chunks: bool | None = None,
 ) -> Index:
     """An index of one version directory of ``root``, checked in full, without a pin: what
     :meth:`Index.open` reads, and what a rollback checks before making a version live.
@@ -692,7 +740,7 @@ def open_version(
         IndexLoadError: a missing, damaged or tampered file (named in the message).
     """
     try:
-        state = read_version(root, directory, mmap=mmap)
+        state = read_version(root, directory, mmap=mmap, lazy_chunks=lazy_chunks)
     except OSError as exc:
         raise IndexLoadError(directory, f"unreadable ({exc})") from exc
     return Index(root, state, embedder=embedder, version_dir=directory)
@@ -737,6 +785,7 @@ def read_version(
     shard: int | None = None,
     stats: GlobalStats | None = None,
     reuse: Mapping[str, IndexState] | None = None,
+    lazy_chunks: bool | None = None,
 ) -> IndexState:
     """Read and check one version and every segment it names; see :mod:`indexes.segments`.
 
@@ -766,21 +815,21 @@ def read_version(
         elif entry.path in known:
             loaded.append(known[entry.path])
         else:
-            loaded.append(_read_segment(root, entry, mmap=mmap, where=where))
-    keyword: tuple[BM25Index, Rows | None] | None = None
-    if settings.keyword:
-        index, rows, stats = _keyword_half(loaded, entries, deleted, stats, where)
-        keyword = None if index is None else (index, rows)
-    return segmented_state(
-        settings, loaded, deleted, manifest, entries, stats=stats, keyword=keyword
-    )
+            lazy = lazy_chunks if lazy_chunks is not None else entry.rows > LAZY_ROWS
+            loaded.append(_read_segment(root, entry, mmap=mmap, lazy=mmap and lazy, where=where))
+    keyword = None
+    if settings.keyword and any(p is not None and p.bm25 is not None for p in loaded):
+        keyword = KeywordHalf(loaded, entries, deleted, stats, where)
+    return segmented_state(settings, loaded, deleted, manifest, entries, keyword=keyword)
 
 
-def _read_segment(root: Path, entry: SegmentEntry, *, mmap: bool, where: Path) -> IndexState:
+def _read_segment(
+    root: Path, entry: SegmentEntry, *, mmap: bool, lazy: bool, where: Path
+) -> IndexState:
     segment_dir = root / entry.path
     if not segment_dir.is_dir():
         raise IndexLoadError(segment_dir, "the segment named by the version is missing")
-    part = load_state(segment_dir, mmap=mmap, lazy_chunks=mmap and entry.rows > LAZY_ROWS)
+    part = load_state(segment_dir, mmap=mmap, lazy_chunks=lazy)
     # After the segment's own checks, which name what is wrong inside a damaged segment.
     pinned = entry.manifest_sha256
     if pinned is not None and sha256_file(segment_dir / MANIFEST) != pinned:

@@ -71,7 +71,13 @@ from ragtools.indexes.segments import (
     write_deleted,
 )
 from ragtools.indexes.settings import IndexSettings, keyword_text
-from ragtools.indexes.sources import fingerprint, parse_files, select_sources, source_root
+from ragtools.indexes.sources import (
+    fingerprint,
+    parse_files,
+    same_file,
+    select_sources,
+    source_root,
+)
 from ragtools.indexes.spill import read_spill, spill, staging
 from ragtools.indexes.store import write_chunks
 from ragtools.indexes.versions import (
@@ -196,6 +202,7 @@ class IndexWriter:
             ConfigError: a source does not exist, a setting is invalid, or no text was found.
         """
         started = time.perf_counter()
+        started_ns = time.time_ns()  # before any file is looked at (see sources.fingerprint)
         n_shards = _check_shards(shards)
         writer = cls(_empty(path, settings, overrides, embedder))
         roots = [str(Path(s).expanduser().resolve()) for s in sources]
@@ -241,6 +248,7 @@ class IndexWriter:
                 tracked={
                     "sources": roots,
                     "fingerprints": {str(f): fingerprint(f) for f in files},
+                    "fingerprinted_ns": started_ns,
                     "failures": sorted(failures, key=lambda f: f.path),
                     "meta": {},
                     "skipped": sorted(skipped + parse_skipped),
@@ -356,11 +364,13 @@ class IndexWriter:
         rules = selection if selection is not None else index.selection
         selected, walk_skipped = select_sources(roots, rules)
         files = [str(f) for f in selected]
-        prints = {f: fingerprint(Path(f)) for f in files}
+        started_ns = time.time_ns()
         root = source_root(roots)
         before: dict[str, Any] = manifest.get("fingerprints", {})
         old = before if manifest.get(SOURCE_ROOT) == str(root) else {}
-        stale = [f for f in files if old.get(f) != prints[f]]
+        taken = int(manifest.get("fingerprinted_ns") or 0)
+        prints = {f: fingerprint(Path(f), old.get(f), taken) for f in files}
+        stale = [f for f in files if not same_file(old.get(f), prints[f])]
         stale_set = set(stale)
         gone = set(before) - set(prints)
         kept = [f for f in index.failures if f.path in prints and f.path not in stale_set]
@@ -368,6 +378,7 @@ class IndexWriter:
         tracked: dict[str, Any] = {
             "sources": roots,
             "fingerprints": prints,
+            "fingerprinted_ns": started_ns,
             "selection": rules,
             SOURCE_ROOT: str(root),
         }
@@ -379,7 +390,7 @@ class IndexWriter:
             return UpdateReport(unchanged=unchanged, skipped=skipped, written=False)
         plan = self._plan()
         dropped = stale_set | gone
-        self._delete_rows(plan, lambda c: _chunk_path(c) in dropped)
+        self._delete_rows(plan, lambda c: _chunk_path(c) in dropped, paths=dropped)
         groups = _by_shard(stale, index.n_shards)
         failures: list[FileError] = []
         parse_skipped: list[tuple[str, str]] = []
@@ -544,6 +555,7 @@ class IndexWriter:
                 "documents": len({c.doc_id for c in chunks}),
             },
             "failures": [],
+            "sources": _source_rows(chunks),
         }
         write_manifest(
             tmp, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, files=files, data=data, sealed=True
@@ -574,13 +586,23 @@ class IndexWriter:
         plan.deleted = [np.zeros(e.rows, np.bool_) for e in plan.entries]
         return plan
 
-    def _delete_rows(self, plan: _Plan, doomed: Any) -> int:
+    def _delete_rows(self, plan: _Plan, doomed: Any, *, paths: set[str] | None = None) -> int:
         """Mark deleted every live row of ``plan``'s old segments whose chunk ``doomed``
-        says; returns how many rows were marked."""
+        says; returns how many rows were marked.
+
+        ``paths`` says the same as ``doomed`` by source file: then a segment's map of the
+        rows of each file (``sources`` in its manifest) finds them without reading a chunk.
+        """
+        state = self.index.state
+        maps = [None] * len(plan.entries)
+        if paths is not None and plan.entries == list(state.entries):
+            maps = [None if p is None else p.manifest.get("sources") for p in state.parts]
         count = 0
         for i, chunks in enumerate(plan.chunks[: len(plan.entries)]):
             mask = plan.deleted[i]
-            hits = np.fromiter((bool(doomed(c)) for c in chunks), np.bool_, len(chunks))
+            hits = None if paths is None else _rows_of(maps[i], paths, len(mask))
+            if hits is None:
+                hits = np.fromiter((bool(doomed(c)) for c in chunks), np.bool_, len(chunks))
             fresh = hits & ~mask
             if fresh.any():
                 plan.deleted[i] = mask | fresh
@@ -818,6 +840,34 @@ def _chunk_path(chunk: Chunk) -> str:
     return str(chunk.metadata.get("path", chunk.source))
 
 
+def _source_rows(chunks: Sequence[Chunk]) -> dict[str, list[list[int]]]:
+    """Each source file's rows among ``chunks``, as ``[first, count]`` runs."""
+    runs: dict[str, list[list[int]]] = {}
+    for row, chunk in enumerate(chunks):
+        spans = runs.setdefault(_chunk_path(chunk), [])
+        if spans and spans[-1][0] + spans[-1][1] == row:
+            spans[-1][1] += 1
+        else:
+            spans.append([row, 1])
+    return runs
+
+
+def _rows_of(runs: object, paths: set[str], n_rows: int) -> Mask | None:
+    """The rows of ``paths`` by a segment's ``sources`` map (``None``: no usable map)."""
+    if not isinstance(runs, dict):
+        return None
+    rows = np.zeros(n_rows, np.bool_)
+    try:
+        for path in paths & runs.keys():
+            for first, count in runs[path]:
+                if not (first >= 0 and first + count <= n_rows):
+                    return None
+                rows[first : first + count] = True
+    except (TypeError, ValueError):
+        return None
+    return rows
+
+
 def _tracking(manifest: Mapping[str, Any], tracked: Mapping[str, Any]) -> dict[str, Any]:
     """What the new version tracks, as JSON: ``tracked`` over the current ``manifest``'s."""
     out: dict[str, Any] = {
@@ -828,6 +878,7 @@ def _tracking(manifest: Mapping[str, Any], tracked: Mapping[str, Any]) -> dict[s
         "skipped": [list(s) for s in manifest.get("skipped") or []],
         "selection": manifest.get("selection"),
         SOURCE_ROOT: manifest.get(SOURCE_ROOT),
+        "fingerprinted_ns": manifest.get("fingerprinted_ns"),
     }
     for key, value in tracked.items():
         if key == "failures":

@@ -151,7 +151,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     wanted = _settings_of(args)
     progress = show_progress(quiet=args.quiet)
     if is_index_root(out):
-        index = Index.open(out)
+        index = Index.open(out, lazy_chunks=True)  # a build like the last one updates it
         roots = [str(Path(s).expanduser().resolve()) for s in args.sources]
         for source, root in zip(args.sources, roots, strict=True):
             if not Path(root).exists():
@@ -223,7 +223,7 @@ def _print_update(out: Path, report: UpdateReport) -> None:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    index = Index.open(args.index)
+    index = Index.open(args.index, lazy_chunks=True)  # an update reads no unchanged chunk
     report = index.update(
         args.sources or None,
         show_progress=show_progress(quiet=args.quiet),

@@ -136,5 +136,32 @@ def test_a_file_too_large_to_parse_is_fingerprinted_without_reading_it(
     monkeypatch.setattr(sources, "sha256_file", lambda p: hashed.append(p) or real(p))
     info = huge.stat()
     assert sources.fingerprint(huge) == {"size": info.st_size, "mtime_ns": info.st_mtime_ns}
-    assert set(sources.fingerprint(small)) == {"size", "sha256"}
+    assert set(sources.fingerprint(small)) == {"size", "sha256", "mtime_ns"}
     assert hashed == [small]
+
+
+def test_a_file_unchanged_since_well_before_its_fingerprint_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git's stat check: same size and modification time, and that time well before the
+    fingerprint was taken, means the same file; a time too close to it means hash again."""
+    import os
+    import time
+
+    from ragtools.indexes import sources
+
+    path = tmp_path / "notes.txt"
+    path.write_text("bees dance")
+    old = time.time_ns() - 10 * sources.STABLE_NS
+    os.utime(path, ns=(old, old))
+    known = sources.fingerprint(path)
+    hashed: list[Path] = []
+    real = sources.sha256_file
+    monkeypatch.setattr(sources, "sha256_file", lambda p: hashed.append(p) or real(p))
+    assert sources.fingerprint(path, known, time.time_ns()) == known and hashed == []
+    assert sources.fingerprint(path, known, old + sources.STABLE_NS // 2) == known
+    assert hashed == [path]  # changed too close to when it was looked at: read again
+    path.write_text("bees DANCE")  # same size, new contents and time
+    os.utime(path, ns=(old + 1, old + 1))
+    changed = sources.fingerprint(path, known, time.time_ns())
+    assert not sources.same_file(known, changed) and len(hashed) == 2
