@@ -371,6 +371,9 @@ class IndexWriter:
         taken = int(manifest.get("fingerprinted_ns") or 0)
         prints = {f: fingerprint(Path(f), old.get(f), taken) for f in files}
         stale = [f for f in files if not same_file(old.get(f), prints[f])]
+        if password is not None:  # files that failed before may have wanted it: read them
+            failed = {f.path for f in index.failures} - set(stale)
+            stale += [f for f in files if f in failed]
         stale_set = set(stale)
         gone = set(before) - set(prints)
         kept = [f for f in index.failures if f.path in prints and f.path not in stale_set]
@@ -515,7 +518,8 @@ class IndexWriter:
     ) -> None:
         index, settings = self.index, self.index.settings
         write_chunks(tmp / CHUNKS, chunks)
-        every_text = ChainedTexts([texts, index.state.texts or {}])
+        held = [p.texts for p in index.state.parts if p is not None and p.texts is not None]
+        every_text = ChainedTexts([texts, *held])  # a document's text is in its segment
         files = [CHUNKS, *write_texts(tmp, (c.doc_id for c in chunks), every_text)]
         bm25_params = None
         if settings.keyword:

@@ -438,20 +438,7 @@ def test_an_encrypted_pdf_is_indexed_with_its_password(
     assert LOCKED_PDF[1].encode() not in on_disk  # never recorded
 
 
-@pytest.mark.parametrize(
-    "shards",
-    [
-        pytest.param(
-            shards,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="not #33's model: an update keeps the failure of an unchanged file, "
-                "so a file that failed for want of a password is never read with one",
-            ),
-        )
-        for shards in SHARDS
-    ],
-)
+@pytest.mark.parametrize("shards", SHARDS)
 def test_an_update_with_the_password_reads_the_file_that_needed_it(
     tmp_path: Path, src: Path, locked_pdf: Path, shards: int | None
 ) -> None:
