@@ -182,11 +182,14 @@ def write_manifest(
     files: Iterable[str],
     data: Mapping[str, Any],
     sealed: bool = False,
+    indent: int | None = 1,
 ) -> dict[str, Any]:
     """Write ``directory/name`` recording the format, version, data and file checksums.
 
     The data files must already be written (and fsynced) in ``directory``. ``sealed`` adds
     a SHA-256 of the manifest itself, for a top-level manifest that nothing else checksums.
+    ``indent=None`` writes one line (see :func:`write_json`), for a manifest as long as the
+    list of its sources.
     """
     directory = Path(directory)
     manifest = dict(data)
@@ -195,7 +198,7 @@ def write_manifest(
     manifest["files"] = {f: sha256_file(directory / f) for f in sorted(files)}
     if sealed:
         manifest[_SELF] = _self_digest(manifest)
-    write_json(directory / name, manifest)
+    write_json(directory / name, manifest, indent=indent)
     return manifest
 
 

@@ -751,6 +751,7 @@ class IndexWriter:
                     files=files,
                     data=data,
                     sealed=True,
+                    indent=None,  # a fingerprint per source file: encoded in C
                 )
             )
 
