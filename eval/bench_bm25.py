@@ -38,9 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from ragtools.indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, VARIANT_DEFAULTS, BM25Index
+from ragtools.indexes.keyword.bm25 import (
+    DEFAULT_PARAMS,
+    DEFAULT_VARIANT,
+    VARIANT_DEFAULTS,
+    BM25Index,
+)
 from ragtools.indexes.settings import TITLE_BOOST
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.retrieval.evaluation.studies import evaluate, load_corpus, load_titles, run_split
 
 logger = logging.getLogger("bench_bm25")

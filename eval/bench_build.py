@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.parsers import Document
 from ragtools.retrieval.evaluation import corpus_documents, load_beir
 

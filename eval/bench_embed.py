@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtools.indexes.embed import SentenceTransformerEmbedder
+from ragtools.indexes.dense.embed import SentenceTransformerEmbedder
 from ragtools.indexes.settings import IndexSettings
 from ragtools.retrieval.evaluation.studies import load_corpus
 
@@ -178,7 +178,7 @@ def cold_start(index: Path, runs: int) -> dict[str, Any]:
 
 def bench_index(texts: list[str], ids: list[str], path: Path) -> Path:
     """An index of the benchmark's documents (built once, reused by later runs)."""
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.parsers import Document
 
     if (path / "CURRENT").exists():

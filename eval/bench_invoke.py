@@ -33,7 +33,7 @@ from pathlib import Path
 
 import bm25s
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.parsers.errors import IndexLoadError
 from ragtools.retrieval.keyword import KeywordRetriever
 

@@ -86,7 +86,7 @@ def _latency(search: Any, asked: list[str]) -> tuple[float, float, list[Any]]:
 
 
 def step_build(args: argparse.Namespace) -> dict[str, Any]:
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
 
     started = time.perf_counter()
     Index.from_documents(documents(args.docs), args.out / "scale", shards=args.shards, **OPTIONS)
@@ -95,7 +95,7 @@ def step_build(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def step_query(args: argparse.Namespace) -> dict[str, Any]:
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.retrieval.keyword import KeywordRetriever
 
     started = time.perf_counter()
@@ -108,7 +108,7 @@ def step_query(args: argparse.Namespace) -> dict[str, Any]:
 def step_compare(args: argparse.Namespace) -> dict[str, Any]:
     import bm25s
 
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.retrieval.keyword import KeywordRetriever
 
     docs = list(documents(args.compare_docs))
@@ -171,7 +171,7 @@ def step_ray(args: argparse.Namespace) -> dict[str, Any]:
 
 def tokenise(batch: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """Ray Data task: the BM25 tokens of each file's chunks (the index's tokenizer)."""
-    from ragtools.indexes.tokenize import Tokenizer
+    from ragtools.indexes.text.tokenize import Tokenizer
 
     tokenizer = Tokenizer.from_dict(spec)
     counts = [sum(len(tokenizer(c["text"])) for c in json.loads(one)) for one in batch["chunks"]]

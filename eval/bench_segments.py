@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import split

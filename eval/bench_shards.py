@@ -29,7 +29,7 @@ from typing import Any
 
 import ray
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.ray_shards import serve_on_ray
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.retrieval.base import BaseRetriever

@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from ragtools.indexes.embed import SentenceTransformerEmbedder
-from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache, text_key
-from ragtools.indexes.vector import VectorIndex
+from ragtools.indexes.dense.embed import SentenceTransformerEmbedder
+from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache, text_key
+from ragtools.indexes.dense.vector import VectorIndex
 from ragtools.retrieval.evaluation.studies import load_corpus
 
 logger = logging.getLogger("bench_vector")

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.retrieval.evaluation.studies import B_GRID, K1_GRID, K3_GRID, bm25_run, load_corpus
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.onnx_export import PRECISIONS
+from ragtools.indexes.dense.onnx_export import PRECISIONS
 from ragtools.retrieval.evaluation.experiment import run_eval
 
 ROOT = Path(__file__).resolve().parent.parent

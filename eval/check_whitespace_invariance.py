@@ -19,8 +19,8 @@ import subprocess
 import types
 from pathlib import Path
 
-from ragtools.indexes.tokenize import Tokenizer
-from ragtools.indexes.windows import split_windows
+from ragtools.indexes.dense.windows import split_windows
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.normalize import compact_whitespace, normalize_text
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,8 +37,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.retrieval.evaluation.studies import B_GRID, K1_GRID, K3_GRID, load_corpus, run_split
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, BM25Index
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.keyword.bm25 import DEFAULT_PARAMS, DEFAULT_VARIANT, BM25Index
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.retrieval.evaluation.studies import load_corpus, load_titles, run_split
 
 ROOT = Path(__file__).resolve().parent.parent

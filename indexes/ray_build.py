@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.embed import Embedder
-from ragtools.indexes.embed_cache import text_key
-from ragtools.indexes.segments import SegmentEntry
+from ragtools.indexes.dense.embed import Embedder
+from ragtools.indexes.dense.embed_cache import text_key
+from ragtools.indexes.dense.windows import split_windows
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import parse_files
-from ragtools.indexes.windows import split_windows
+from ragtools.indexes.store.segments import SegmentEntry
 from ragtools.indexes.writer import write_shard_segment
 from ragtools.parsers import Chunk, FileError, split
 from ragtools.parsers.document import json_text

@@ -14,7 +14,7 @@ Ray does.
   version's segments of its shard (BM25 scoring with the collection statistics the driver
   computed over every segment) and answers its top ``k`` in the version's live rows. A query
   fans out to every actor at once and the driver merges the answers with the one rule of
-  :func:`indexes.segments.merged_top`, exactly as it merges its own segments' answers, so
+  :func:`indexes.store.segments.merged_top`, exactly as it merges its own segments' answers, so
   the results are the same.
 
 Without ``ray`` installed an index works in-process; asking for Ray raises
@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import GlobalStats
-from ragtools.indexes.bundle import Index, read_version
-from ragtools.indexes.embed import Embedder
+from ragtools.indexes.dense.embed import Embedder
+from ragtools.indexes.index import Index, read_version
+from ragtools.indexes.keyword.collection import GlobalStats
 from ragtools.indexes.ranking import Mask, Ranking
-from ragtools.indexes.segments import SegmentEntry
 from ragtools.indexes.settings import IndexSettings
-from ragtools.indexes.spill import read_spill
+from ragtools.indexes.store.segments import SegmentEntry
+from ragtools.indexes.store.spill import read_spill
 from ragtools.indexes.writer import write_shard_segment
 from ragtools.parsers import split
 from ragtools.parsers.errors import MissingDependencyError
@@ -84,7 +84,7 @@ def write_spills_on_ray(
     embedder: Embedder | None,
     address: str | None,
 ) -> list[SegmentEntry]:
-    """Write shard ``i``'s segment from ``files[i]`` (:mod:`indexes.spill`) as a Ray task
+    """Write shard ``i``'s segment from ``files[i]`` (:mod:`indexes.store.spill`) as a Ray task
     each (one CPU each); the entries in shard order."""
     ray = connect(address)
     task = ray.remote(num_cpus=1)(_write_spill)
@@ -130,7 +130,7 @@ class ShardActor:
 
 class ActorPart:
     """One shard's actor as a part of the driver's search (see
-    :class:`~indexes.bundle.SegmentPart`)."""
+    :class:`~indexes.index.SegmentPart`)."""
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
-from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.errors import ConfigError
 
 __all__ = ["TITLE_BOOST", "IndexSettings", "keyword_text"]
@@ -50,7 +50,7 @@ class IndexSettings(BaseModel):
             the keyword half only (field weighting by repetition, the simplest BM25F), so
             title words weigh more; chosen on SciFact train with ``eval/tune_title_boost.py``.
         vector_window: the vector half embeds a chunk longer than this many characters as
-            overlapping windows and scores it by its best one (``indexes.windows``); ``0``
+            overlapping windows and scores it by its best one (``indexes.dense.windows``); ``0``
             embeds every chunk as one text (truncated by the model if it is long).
         vector_window_overlap: characters shared by consecutive windows.
         keep_versions: how many versions stay on disk (the live one included), for

@@ -110,7 +110,7 @@ class FakeEmbedder:
 def live_segment(root: str | Path, number: int = 0) -> Path:
     """The folder of segment ``number`` of the live version of the index ``root``: where a
     test finds the files of an index it damages on purpose."""
-    from ragtools.indexes.versions import current_version
+    from ragtools.indexes.store.versions import current_version
 
     manifest = current_version(root) / "version.json"
     entries = json.loads(manifest.read_text(encoding="utf-8"))["segments"]

@@ -1,8 +1,8 @@
 """``IndexWriter``: build, update, add, delete and merge; each change is a new version.
 
 One writer for every layout: a version is a list of immutable segments plus deleted rows
-(:mod:`indexes.segments`), whether the index has one shard or many. Every change goes the
-same way, under the index's writer lock (:func:`~indexes.versions.writer_lock`):
+(:mod:`indexes.store.segments`), whether the index has one shard or many. Every change goes the
+same way, under the index's writer lock (:func:`~indexes.store.versions.writer_lock`):
 
 1. work out what changed: the chunks of new or changed files (an update parses only those),
    chunks given to :meth:`IndexWriter.add`, rows to delete;
@@ -12,12 +12,12 @@ same way, under the index's writer lock (:func:`~indexes.versions.writer_lock`):
    and deleted rows are recorded as the new version's deleted rows;
 3. apply the **merge policy** (below);
 4. write the version manifest, switch to it atomically, hand the new state to the
-   :class:`~indexes.bundle.Index`, and collect versions and segments nothing needs.
+   :class:`~indexes.index.Index`, and collect versions and segments nothing needs.
 
 So an update costs what changed, a crash or an error leaves the previous version live and
 untouched, and every retriever over the ``Index`` sees the new rows at once, never half of
 them. Scores after any sequence of changes equal a fresh build's (BM25's collection
-statistics are recomputed over the live rows at open: :mod:`indexes._bm25_global`).
+statistics are recomputed over the live rows at open: :mod:`indexes.keyword.collection`).
 
 **Shards** (``shards=N``) place segments on N worker groups: a file goes to the shard of a
 hash of its path (a document given directly: of its id), so a file's chunks are always in
@@ -47,12 +47,22 @@ from typing import Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import combined
-from ragtools.indexes._persist import write_manifest
-from ragtools.indexes.bundle import CHUNKS, MANIFEST, Index, IndexState, read_version
-from ragtools.indexes.doc_texts import TEXTS_DIR, ChainedTexts, write_texts
-from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
-from ragtools.indexes.manifest import (
+from ragtools.indexes.dense.embed import Embedder, SentenceTransformerEmbedder
+from ragtools.indexes.dense.windows import WindowedVectorIndex
+from ragtools.indexes.index import CHUNKS, MANIFEST, Index, IndexState, read_version
+from ragtools.indexes.keyword.collection import combined
+from ragtools.indexes.settings import IndexSettings, keyword_text
+from ragtools.indexes.sources import (
+    fingerprint,
+    parse_files,
+    same_file,
+    select_sources,
+    source_root,
+)
+from ragtools.indexes.store._persist import write_manifest
+from ragtools.indexes.store.chunks import write_chunks
+from ragtools.indexes.store.doc_texts import TEXTS_DIR, ChainedTexts, write_texts
+from ragtools.indexes.store.manifest import (
     DOCUMENT_TEXTS,
     FORMAT,
     FORMAT_VERSION,
@@ -62,7 +72,7 @@ from ragtools.indexes.manifest import (
     VERSION_FORMAT_VERSION,
     VERSION_MANIFEST,
 )
-from ragtools.indexes.segments import (
+from ragtools.indexes.store.segments import (
     SegmentEntry,
     collect_segments,
     new_segment_dir,
@@ -70,17 +80,8 @@ from ragtools.indexes.segments import (
     shard_of,
     write_deleted,
 )
-from ragtools.indexes.settings import IndexSettings, keyword_text
-from ragtools.indexes.sources import (
-    fingerprint,
-    parse_files,
-    same_file,
-    select_sources,
-    source_root,
-)
-from ragtools.indexes.spill import read_spill, spill, staging
-from ragtools.indexes.store import write_chunks
-from ragtools.indexes.versions import (
+from ragtools.indexes.store.spill import read_spill, spill, staging
+from ragtools.indexes.store.versions import (
     collect,
     collecting,
     disk_full,
@@ -89,7 +90,6 @@ from ragtools.indexes.versions import (
     write_version,
     writer_lock,
 )
-from ragtools.indexes.windows import WindowedVectorIndex
 from ragtools.parsers import Chunk, Document, FileError, Selection, split
 from ragtools.parsers.errors import ConfigError
 
@@ -151,7 +151,7 @@ class _Plan:
 
 
 class IndexWriter:
-    """Changes one :class:`~indexes.bundle.Index`, a new version per change.
+    """Changes one :class:`~indexes.index.Index`, a new version per change.
 
     Each change holds the writer lock of the index from reading the live version to making
     the new one live: a second writer of the same index waits, and then applies its change
@@ -287,7 +287,7 @@ class IndexWriter:
 
         ``meta`` is any JSON the caller wants kept in the manifest (e.g. a corpus hash).
         With ``shards``, each document goes to the shard of a hash of its id; the documents
-        are read once, lazily, into one staging file per shard (:mod:`indexes.spill`), and
+        are read once, lazily, into one staging file per shard (:mod:`indexes.store.spill`), and
         each shard's segment is written from its file, so only one shard's documents are in
         memory at a time. ``engine="ray"`` writes the shards' segments as Ray tasks.
         """

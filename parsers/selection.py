@@ -405,7 +405,7 @@ index grew without bound."""
 
 def is_index_folder(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is an index's folder: a ``CURRENT`` pointer file beside ``versions/``
-    (the layout of :mod:`ragtools.indexes.versions`, for a whole index and for each shard)."""
+    (the layout of :mod:`ragtools.indexes.store.versions`, for a whole index and for each shard)."""
     return os.path.isfile(os.path.join(path, "CURRENT")) and os.path.isdir(
         os.path.join(path, "versions")
     )

@@ -17,7 +17,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.retrieval.base import (
     BaseRetriever,
     Filter,

@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 
 import json5
 
-from ragtools.indexes.onnx_export import PRECISIONS
+from ragtools.indexes.dense.onnx_export import PRECISIONS
 from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.nesting import nesting_problem, text_too_deep

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.bundle import Index, open_version, version_entries
+from ragtools.indexes.index import Index, open_version, version_entries
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import parse_files, plan_sources, source_root
-from ragtools.indexes.versions import (
+from ragtools.indexes.store.versions import (
     current_version,
     is_index_root,
     list_versions,

@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ragtools.indexes.bundle import IndexState
+from ragtools.indexes.index import IndexState
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import BaseRetriever, Filter

@@ -14,7 +14,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.bundle import Index, IndexState
+from ragtools.indexes.index import Index, IndexState
 from ragtools.indexes.ranking import Ranking, check_k
 from ragtools.parsers.document import Chunk
 from ragtools.retrieval.expand import (

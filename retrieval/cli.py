@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import ConfigError, RetrievalError

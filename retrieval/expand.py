@@ -3,7 +3,7 @@
 An agent reads passages, not chunks: LangChain's ``ParentDocumentRetriever`` and LlamaIndex's
 sentence-window and auto-merging retrievers hand the model the text around a hit. Chunks here
 carry exact character offsets into their document, and every version of an index stores its
-documents' full texts (:mod:`indexes.doc_texts`), so the surroundings are cut from the
+documents' full texts (:mod:`indexes.store.doc_texts`), so the surroundings are cut from the
 document itself, with no re-parsing:
 
 * ``expand="neighbors"``: ``window`` chunks on each side of the hit (default 1), or
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, get_args
 
-from ragtools.indexes.bundle import IndexState
+from ragtools.indexes.index import IndexState
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit, best_of, passage_hits

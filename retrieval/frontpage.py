@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtools.indexes.bundle import Index, IndexState
+from ragtools.indexes.index import Index, IndexState
 from ragtools.indexes.ranking import Ranking
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import IndexRetriever

@@ -7,7 +7,7 @@ module, so one rule orders them all:
     **score descending, then the chunk's 64-bit key ascending.**
 
 The key is :func:`chunk_keys`: BLAKE2b-64 of the chunk id as a signed integer, the value
-:attr:`IndexState.chunk_keys <indexes.bundle.IndexState.chunk_keys>` holds for every row. It
+:attr:`IndexState.chunk_keys <indexes.index.IndexState.chunk_keys>` holds for every row. It
 depends on the chunk id alone, so it is *history-independent*: an index updated file by file
 and a fresh build of the same files hold the same chunks on different rows (an update appends
 the changed files' chunks), yet they order tied hits alike, and so do one index, its shards
@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ragtools.indexes.bundle import chunk_keys_of
+from ragtools.indexes.index import chunk_keys_of
 from ragtools.indexes.ranking import Ranking
 from ragtools.parsers.document import Chunk
 
@@ -122,7 +122,7 @@ def chunk_keys(chunk_ids: Iterable[str]) -> Keys:
     """The 64-bit key of each chunk id, as :attr:`IndexState.chunk_keys` holds it.
 
     The ids are wrapped as bare chunks (``model_construct``: only the id is read) so the key
-    has one implementation, :func:`indexes.bundle.chunk_keys_of`.
+    has one implementation, :func:`indexes.index.chunk_keys_of`.
     """
     return chunk_keys_of(Chunk.model_construct(id=i, doc_id="", text="") for i in chunk_ids)
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.ranking import Ranking, check_k
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import BaseRetriever, Filter, QueryFilter, RankedChunks, Ranker

@@ -7,7 +7,7 @@ whenever ``k`` matching chunks contain a query term.
 
 from __future__ import annotations
 
-from ragtools.indexes.bundle import IndexState
+from ragtools.indexes.index import IndexState
 from ragtools.indexes.ranking import Ranking
 from ragtools.retrieval.base import IndexRetriever
 from ragtools.retrieval.filters import BoolArray

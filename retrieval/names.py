@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import BaseRetriever
 from ragtools.retrieval.frontpage import FrontPageRetriever

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import BaseRetriever, IndexRetriever
 from ragtools.retrieval.hybrid import HybridRetriever

@@ -6,7 +6,7 @@ in ``hit.scores["vector"]``. Filters are faiss ID selectors applied before ranki
 
 from __future__ import annotations
 
-from ragtools.indexes.bundle import IndexState
+from ragtools.indexes.index import IndexState
 from ragtools.indexes.ranking import Ranking
 from ragtools.retrieval.base import IndexRetriever
 from ragtools.retrieval.filters import BoolArray

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.tools import ToolsNode
 from ragtools.retrieval.tools.retriever_tool import create_retriever_tool

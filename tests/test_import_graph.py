@@ -155,7 +155,7 @@ def test_module_level_imports_are_those_python_runs() -> None:
     statements = _module_level(ast.parse(source).body)
     assert [name for node in statements for name in _imported(node)] == ["a", "c", "d", "e.f", "g"]
     # ``from ragtools.parsers.errors import ConfigError`` runs the package and the module,
-    assert _targets("ragtools.indexes.bm25", "ragtools.parsers.errors.ConfigError") == {
+    assert _targets("ragtools.indexes.keyword.bm25", "ragtools.parsers.errors.ConfigError") == {
         "ragtools.parsers",
         "ragtools.parsers.errors",
     }

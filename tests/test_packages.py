@@ -45,7 +45,7 @@ def _imports(package: str) -> set[str]:
 
 
 def _ours(module: str) -> str:
-    """``ragtools.indexes.bm25`` -> ``indexes``; any other module -> its top-level name."""
+    """``ragtools.indexes.keyword.bm25`` -> ``indexes``; any other module -> its top-level name."""
     parts = module.split(".")
     return parts[1] if parts[0] == "ragtools" and len(parts) > 1 else parts[0]
 
@@ -174,7 +174,7 @@ def test_the_wheel_installs_only_the_ragtools_namespace(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
     assert "ragtools/__init__.py" not in names  # an implicit namespace
-    assert {"ragtools/parsers/__init__.py", "ragtools/indexes/bm25.py"} <= names
+    assert {"ragtools/parsers/__init__.py", "ragtools/indexes/keyword/bm25.py"} <= names
 
 
 def test_private_modules_declare_no_public_names() -> None:

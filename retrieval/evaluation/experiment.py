@@ -19,10 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.bundle import Index
-from ragtools.indexes.embed import Embedder
+from ragtools.indexes.dense.embed import Embedder
+from ragtools.indexes.index import Index
 from ragtools.indexes.settings import IndexSettings
-from ragtools.indexes.versions import is_index_root
+from ragtools.indexes.store.versions import is_index_root
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 from ragtools.retrieval.base import Retriever

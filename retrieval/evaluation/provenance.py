@@ -34,9 +34,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.bundle import Index
-from ragtools.indexes.model_dir import DEFAULT_MODEL_ID, default_model_path
-from ragtools.indexes.versions import current_version, is_index_root
+from ragtools.indexes.dense.model_dir import DEFAULT_MODEL_ID, default_model_path
+from ragtools.indexes.index import Index
+from ragtools.indexes.store.versions import current_version, is_index_root
 
 __all__ = ["LIBRARIES", "collect_provenance", "file_sha256", "model_weights_sha256"]
 

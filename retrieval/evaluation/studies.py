@@ -25,7 +25,7 @@ from ragtools.retrieval.evaluation.beir import (
 from ragtools.retrieval.evaluation.metrics import Qrels, Run, per_query
 
 if TYPE_CHECKING:
-    from ragtools.indexes.bm25 import BM25Index
+    from ragtools.indexes.keyword.bm25 import BM25Index
 
 __all__ = [
     "B_GRID",

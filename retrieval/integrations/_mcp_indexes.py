@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ragtools.parsers.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.retrieval.tools.base import BaseTool
 
 logger = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ def open_all(
     ``ray`` (an address, ``""`` for a local cluster) sharded indexes are served from Ray
     actors (:func:`indexes.ray_shards.serve_on_ray`).
     """
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.retrieval.names import retriever_for
     from ragtools.retrieval.tools.retriever_tool import create_retriever_tool
 

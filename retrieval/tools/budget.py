@@ -44,7 +44,7 @@ def token_counter(tokenizer: str | TokenCounter | None = None) -> TokenCounter:
         ConfigError: a string naming no local tokenizer, or an object that is not callable.
     """
     if tokenizer is None:
-        from ragtools.indexes.model_dir import default_model_path
+        from ragtools.indexes.dense.model_dir import default_model_path
 
         return _file_counter(str(default_model_path() / "tokenizer.json"))
     if isinstance(tokenizer, str):

@@ -2,7 +2,7 @@
 
 Qwen-Agent's ``Retrieval`` tool answers a query over whatever files the conversation holds, so
 the index is not built ahead of time: each call names its files. :class:`FileIndexer` turns a
-list of paths into an :class:`~indexes.bundle.Index`:
+list of paths into an :class:`~indexes.index.Index`:
 
 1. each file is parsed through a :class:`~retrieval.tools.parse_cache.ParseCache` (parsed
    once per content, path and parser settings);
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtools.indexes import Embedder, Index
-from ragtools.indexes.versions import is_index_root
+from ragtools.indexes.store.versions import is_index_root
 from ragtools.parsers import Document
 from ragtools.parsers.errors import ParseError
 from ragtools.retrieval.tools.parse_cache import ParseCache

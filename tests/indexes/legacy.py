@@ -12,8 +12,8 @@ import json
 import shutil
 from pathlib import Path
 
-from ragtools.indexes._persist import _SELF, _self_digest
-from ragtools.indexes.versions import current_version
+from ragtools.indexes.store._persist import _SELF, _self_digest
+from ragtools.indexes.store.versions import current_version
 
 TRACKED = ("sources", "fingerprints", "failures", "meta", "skipped", "selection", "source_root")
 

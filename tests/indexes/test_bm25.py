@@ -15,9 +15,9 @@ import rank_bm25
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragtools.indexes.bm25 import VARIANT_DEFAULTS, BM25Index
+from ragtools.indexes.keyword.bm25 import VARIANT_DEFAULTS, BM25Index
 from ragtools.indexes.ranking import Ranking
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError, IndexStateError
 
@@ -441,7 +441,7 @@ def test_params_defaults_and_validation() -> None:
 
 def test_okapi_warns_on_tiny_corpora(caplog: pytest.LogCaptureFixture) -> None:
     index = build([["a", "b"], ["a"], ["c"]], variant="okapi")
-    with caplog.at_level(logging.WARNING, logger="ragtools.indexes.bm25"):
+    with caplog.at_level(logging.WARNING, logger="ragtools.indexes.keyword.bm25"):
         index.search(["a"])
     assert "more than half" in caplog.text
     assert "BM25Index(variant='okapi'" in repr(index)
@@ -455,8 +455,8 @@ def test_small_counting_and_weight_chunks_give_the_same_scores(
     corpus = [[f"t{int(x)}" for x in rng.zipf(1.3, int(n)) % 50] for n in rng.integers(0, 30, 300)]
     query = ["t1", "t2", "t2", "t7", "t40"]
     expected = build(corpus, variant="bm25l").get_scores(query)
-    monkeypatch.setattr("ragtools.indexes._bm25_math._WEIGHT_CHUNK", 7)
-    monkeypatch.setattr("ragtools.indexes._bm25_math._BLOCK_TOKENS", 50)
+    monkeypatch.setattr("ragtools.indexes.keyword._math._WEIGHT_CHUNK", 7)
+    monkeypatch.setattr("ragtools.indexes.keyword._math._BLOCK_TOKENS", 50)
     index = build(corpus, variant="bm25l")
     np.testing.assert_array_equal(index.get_scores(query), expected)
     np.testing.assert_allclose(expected, rank_bm25.BM25L(corpus).get_scores(query), rtol=1e-6)

@@ -1,7 +1,7 @@
 """Segments merged with collection statistics score as one BM25 index, bit for bit, and as
 rank-bm25.
 
-"One index" is scored in the canonical term order too (:mod:`indexes._bm25_global`), which is
+"One index" is scored in the canonical term order too (:mod:`indexes.keyword.collection`), which is
 what makes the equality independent of how the rows were split, in which order they came and
 which were deleted.
 """
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import rank_bm25
 
-from ragtools.indexes._bm25_global import GlobalStats, ShardCounts, combined
-from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.keyword.collection import GlobalStats, ShardCounts, combined
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 RANK_BM25 = {"okapi": rank_bm25.BM25Okapi, "bm25l": rank_bm25.BM25L, "bm25plus": rank_bm25.BM25Plus}

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtools.indexes._persist import write_manifest
-from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.store._persist import write_manifest
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexVersionError
 
 TEXTS = [

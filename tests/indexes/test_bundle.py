@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
+from ragtools.indexes.store.versions import current_version
 from ragtools.indexes.testing import FakeEmbedder, live_segment
-from ragtools.indexes.versions import current_version
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, IndexLoadError, IndexVersionError
 from tests.indexes.legacy import as_legacy
@@ -279,14 +279,14 @@ def test_title_boost_weighs_titles_in_the_keyword_half_only(tmp_path: Path) -> N
 def test_an_index_saved_before_newer_settings_opens_without_them(
     built: tuple[Index, Path, CountingEmbedder],
 ) -> None:
-    from ragtools.indexes._persist import _SELF, _self_digest
+    from ragtools.indexes.store._persist import _SELF, _self_digest
 
     index, _, _ = built
     manifest_path = as_legacy(index.path) / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     for newer in ("title_boost", "vector_window", "vector_window_overlap"):
         del manifest["settings"][newer]
-    manifest["format_version"] = 1  # what format 1 wrote (see indexes.manifest)
+    manifest["format_version"] = 1  # what format 1 wrote (see indexes.store.manifest)
     manifest["tokenizer"] = manifest.pop("bm25")
     del manifest["vector_owners"]
     manifest[_SELF] = _self_digest(manifest)  # resealed, as the older version wrote it

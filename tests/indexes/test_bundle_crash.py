@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 idx, a, b, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 shards = {"shards": int(sys.argv[5])} if len(sys.argv) > 5 else {}

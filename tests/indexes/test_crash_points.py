@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index, open_version
-from ragtools.indexes.versions import list_versions
+from ragtools.indexes.index import Index, open_version
+from ragtools.indexes.store.versions import list_versions
 from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,8 +29,8 @@ SETTINGS = {"chunk_size": 80, "chunk_overlap": 0}
 WRITER = """
 import sys
 import ragtools.indexes.writer  # imported before "ready": the kills land in saves
-from ragtools.indexes.bundle import Index, open_version
-from ragtools.indexes.versions import current_version, list_versions
+from ragtools.indexes.index import Index, open_version
+from ragtools.indexes.store.versions import current_version, list_versions
 from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 idx, sources = sys.argv[1], sys.argv[2:]
 print("ready", flush=True)
@@ -94,8 +94,8 @@ OPTIONS = {"vector": False, **SETTINGS}
 STORE_WRITER = """
 import random, sys
 from pathlib import Path
-from ragtools.indexes.bundle import Index, open_version
-from ragtools.indexes.versions import list_versions, switch_version
+from ragtools.indexes.index import Index, open_version
+from ragtools.indexes.store.versions import list_versions, switch_version
 print("ready", flush=True)  # imported: the kill lands in the work, not in the imports
 idx, seed, shards, *sources = sys.stdin.readline().split()
 idx, rng = Path(idx), random.Random(int(seed))

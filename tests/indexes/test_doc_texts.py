@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragtools.indexes.doc_texts import DocumentTexts, write_texts
+from ragtools.indexes.store.doc_texts import DocumentTexts, write_texts
 
 
 def test_texts_round_trip_exactly_even_with_a_lone_surrogate(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtools.indexes.embed import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
+from ragtools.indexes.dense.embed import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers.errors import ConfigError, MissingDependencyError
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtools.indexes.embed import Embedder
-from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache, text_key
+from ragtools.indexes.dense.embed import Embedder
+from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache, text_key
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 

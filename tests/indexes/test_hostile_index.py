@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtools.indexes._persist import _self_digest, save_npy, sha256_file
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
+from ragtools.indexes.store._persist import _self_digest, save_npy, sha256_file
 from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Document
@@ -140,7 +140,7 @@ def _open(index: Path) -> IndexLoadError:
 def test_a_json_file_over_the_size_limit_is_not_read(
     index_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragtools.indexes import _persist
+    from ragtools.indexes.store import _persist
 
     manifest = _version(index_dir) / "manifest.json"
     limit = manifest.stat().st_size - 1  # the real limit is 1 GiB

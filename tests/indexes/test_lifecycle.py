@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 
 from ragtools.indexes import Index, IndexWriter
+from ragtools.indexes.store.versions import current_version, list_versions, switch_version
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.indexes.versions import current_version, list_versions, switch_version
 from ragtools.parsers import Chunk, Document, IndexLoadError, Selection, split
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
@@ -559,7 +559,7 @@ import random, sys
 from pathlib import Path
 from ragtools.indexes import Index, IndexWriter
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.indexes.versions import list_versions, switch_version
+from ragtools.indexes.store.versions import list_versions, switch_version
 from ragtools.parsers import Document, split
 print("ready", flush=True)  # imported: the kill lands in the work, not in the imports
 idx, seed, shards, extra, *sources = sys.stdin.readline().split()

@@ -14,8 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index
-from ragtools.indexes.manifest import DOCUMENT_TEXTS, FORMAT_VERSION, VERSION_FORMAT, migrate
+from ragtools.indexes.index import Index
+from ragtools.indexes.store.manifest import (
+    DOCUMENT_TEXTS,
+    FORMAT_VERSION,
+    VERSION_FORMAT,
+    migrate,
+)
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
 from ragtools.retrieval import HybridRetriever, KeywordRetriever, VectorRetriever
@@ -38,7 +43,7 @@ def test_a_format_1_index_opens_migrated_and_searches_as_before(legacy: Index) -
     for query, halves in expected["results"].items():
         keyword = [(legacy.chunks[r].id, s) for r, s in legacy.keyword_search(query, 5)]
         vector = [(legacy.chunks[r].id, s) for r, s in legacy.vector_search(query, 5)]
-        # Ties now order by chunk key, not by row (indexes.segments): same hits, same scores.
+        # Ties now order by chunk key, not by row (indexes.store.segments): same hits, same scores.
         assert dict(keyword) == pytest.approx(dict(halves["bm25"]))
         assert [s for _, s in keyword] == pytest.approx([s for _, s in halves["bm25"]])
         assert dict(vector) == pytest.approx(dict(halves["vector"]), abs=1e-6)

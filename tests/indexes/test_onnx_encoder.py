@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtools.indexes.embed import SentenceTransformerEmbedder
-from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache
-from ragtools.indexes.model_dir import default_model_path, local_model_dir
-from ragtools.indexes.onnx_encoder import read_plan, shared_encoder
-from ragtools.indexes.onnx_export import MODEL_FILE, RECORD_FILE, export_dir, exported_model
+from ragtools.indexes.dense.embed import SentenceTransformerEmbedder
+from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache
+from ragtools.indexes.dense.model_dir import default_model_path, local_model_dir
+from ragtools.indexes.dense.onnx_encoder import read_plan, shared_encoder
+from ragtools.indexes.dense.onnx_export import MODEL_FILE, RECORD_FILE, export_dir, exported_model
 from ragtools.parsers.errors import ConfigError
 
 TEXTS = [
@@ -222,7 +222,7 @@ def test_a_second_process_reuses_the_file_without_torch() -> None:
     before = path.stat().st_mtime_ns
     script = (
         "import sys, json\n"
-        "from ragtools.indexes.embed import SentenceTransformerEmbedder\n"
+        "from ragtools.indexes.dense.embed import SentenceTransformerEmbedder\n"
         "from ragtools.indexes import onnx_export\n"
         "calls = []\n"
         "onnx_export._export = lambda *a: calls.append(a)\n"
@@ -254,7 +254,7 @@ def test_a_corrupted_file_is_detected_and_exported_again(
     data = bytearray((target / MODEL_FILE).read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped bit in the middle of the weights
     (target / MODEL_FILE).write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="ragtools.indexes.onnx_export"):
+    with caplog.at_level(logging.WARNING, logger="ragtools.indexes.dense.onnx_export"):
         again, loaded, exported = exported_model(plan.transformer_dir, "fp32", root=root)
     assert exported and again == target / MODEL_FILE
     assert "fails its checksum" in caplog.text
@@ -268,7 +268,7 @@ def test_a_corrupted_file_is_detected_and_exported_again(
 
 @pytest.mark.slow
 def test_an_index_embeds_its_queries_at_the_precision_it_was_built_with(tmp_path: Path) -> None:
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.parsers import Document
 
     documents = [Document(id=f"d{i}", text=text) for i, text in enumerate(TEXTS)]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtools.indexes import _persist
+from ragtools.indexes.store import _persist
 
 
 @pytest.mark.parametrize("mmap", [False, True])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import ray
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.ray_build import embed_resources
 from ragtools.indexes.ray_shards import serve_on_ray
 from ragtools.indexes.testing import FakeEmbedder

@@ -6,9 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
+from ragtools.indexes.store.versions import (
+    current_version,
+    list_versions,
+    switch_version,
+    write_version,
+)
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.indexes.versions import current_version, list_versions, switch_version, write_version
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, Document, IndexLoadError, split
 

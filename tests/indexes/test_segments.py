@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.ranking import Ranking
-from ragtools.indexes.segments import LiveRows, merged_top
+from ragtools.indexes.store.segments import LiveRows, merged_top
+from ragtools.indexes.store.versions import current_version
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.indexes.versions import current_version
 from ragtools.indexes.writer import SEGMENTS_PER_SHARD, IndexWriter
 
 OPTIONS = {"chunk_size": 80, "chunk_overlap": 0}

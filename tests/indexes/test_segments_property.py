@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 
 from ragtools.indexes import Index, IndexWriter, Tokenizer
 from ragtools.indexes.settings import keyword_text
-from ragtools.indexes.versions import current_version, list_versions, switch_version
+from ragtools.indexes.store.versions import current_version, list_versions, switch_version
 from ragtools.parsers import Chunk
 from tests.indexes.test_lifecycle import (
     SETTINGS,

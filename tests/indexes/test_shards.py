@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtools.indexes.bundle import Index
-from ragtools.indexes.segments import shard_of
+from ragtools.indexes.index import Index
+from ragtools.indexes.store.segments import shard_of
+from ragtools.indexes.store.versions import current_version
 from ragtools.indexes.testing import FakeEmbedder, live_segment
-from ragtools.indexes.versions import current_version
 from ragtools.parsers import ConfigError, IndexLoadError
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever

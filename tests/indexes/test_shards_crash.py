@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 from tests.indexes.test_bundle_crash import _state, _texts, _writer
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ragtools.indexes.bundle import Index
-from ragtools.indexes.segments import shard_of
+from ragtools.indexes.index import Index
+from ragtools.indexes.store.segments import shard_of
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Document
 from ragtools.retrieval.keyword import KeywordRetriever
@@ -106,7 +106,8 @@ def test_metadata_round_trips_through_the_spill(tmp_path: Path) -> None:
 def test_large_segments_open_without_parsing_their_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragtools.indexes import _chunk_file, bundle
+    from ragtools.indexes import index as bundle
+    from ragtools.indexes.store import _chunk_file
 
     monkeypatch.setattr(bundle, "LAZY_ROWS", 0)  # every segment counts as large
     Index.from_documents(
@@ -137,8 +138,8 @@ def test_large_segments_open_without_parsing_their_chunks(
 
 
 def test_chunk_file_reads_what_the_store_wrote(tmp_path: Path) -> None:
-    from ragtools.indexes._chunk_file import ChunkFile
-    from ragtools.indexes.store import read_chunks, write_chunks
+    from ragtools.indexes.store._chunk_file import ChunkFile
+    from ragtools.indexes.store.chunks import read_chunks, write_chunks
     from ragtools.parsers import IndexLoadError, split
 
     chunks = split([document(i) for i in range(12)], chunk_size=20, chunk_overlap=0)
@@ -160,8 +161,8 @@ def test_a_large_segments_document_ids_are_read_at_the_first_text_lookup(
 ) -> None:
     """Opening holds no document id of a large segment; a lookup reads its ids then, and
     ids that do not fit the stored texts are named when they are read."""
-    from ragtools.indexes import bundle
-    from ragtools.indexes.doc_texts import ChainedTexts, DocumentTexts
+    from ragtools.indexes import index as bundle
+    from ragtools.indexes.store.doc_texts import ChainedTexts, DocumentTexts
     from ragtools.parsers import IndexLoadError
 
     monkeypatch.setattr(bundle, "LAZY_ROWS", 0)

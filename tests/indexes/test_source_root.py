@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from ragtools.indexes import Index
-from ragtools.indexes._persist import _SELF, _self_digest
-from ragtools.indexes.manifest import FORMAT_VERSION, SOURCE_ROOT, migrate
 from ragtools.indexes.sources import source_root
+from ragtools.indexes.store._persist import _SELF, _self_digest
+from ragtools.indexes.store.manifest import FORMAT_VERSION, SOURCE_ROOT, migrate
 from ragtools.indexes.testing import FakeEmbedder
 from tests.indexes.legacy import as_legacy
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers import Selection
 from ragtools.parsers.selection import LEAVES_ROOT

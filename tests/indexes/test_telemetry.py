@@ -9,7 +9,7 @@ from pathlib import Path
 
 QUERY = """
 import sys
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.parsers import Document
 docs = [Document(text="Honey bees dance to point at flowers."), Document(text="Tides rise.")]
 index = Index.from_documents(docs, sys.argv[1])

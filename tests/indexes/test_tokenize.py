@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ragtools.indexes.tokenize as tokenize_module
-from ragtools.indexes.stopwords import ENGLISH_STOPWORDS, LUCENE_STOPWORDS
-from ragtools.indexes.tokenize import Tokenizer
+import ragtools.indexes.text.tokenize as tokenize_module
+from ragtools.indexes.text.stopwords import ENGLISH_STOPWORDS, LUCENE_STOPWORDS
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.errors import ConfigError, MissingDependencyError
 
 PLAIN = {"stopwords": None, "stemmer": None, "min_length": 1}

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.dense.vector import VectorIndex
+from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.ranking import Ranking
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.indexes.vector import VectorIndex
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 
 DIM = 24

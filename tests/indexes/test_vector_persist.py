@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtools.indexes._persist import read_json, write_manifest
-from ragtools.indexes.vector import MANIFEST, VectorIndex
+from ragtools.indexes.dense.vector import MANIFEST, VectorIndex
+from ragtools.indexes.store._persist import read_json, write_manifest
 from ragtools.parsers.errors import (
     ConfigError,
     DimensionMismatchError,
@@ -226,7 +226,8 @@ def test_missing_faiss_raises_missing_dependency(
 def test_import_is_lazy() -> None:
     """Importing the modules must not import faiss, torch or sentence-transformers."""
     code = (
-        "import sys, indexes.vector, indexes.embed, indexes.embed_cache, indexes.testing\n"
+        "import sys, indexes.dense.vector, indexes.dense.embed, indexes.dense.embed_cache\n"
+        "import indexes.testing\n"
         "heavy = [m for m in ('faiss', 'torch', 'sentence_transformers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes import versions
-from ragtools.indexes.bundle import Index, open_version
-from ragtools.indexes.store import read_chunks, write_chunks
-from ragtools.indexes.versions import (
+from ragtools.indexes.index import Index, open_version
+from ragtools.indexes.store import versions
+from ragtools.indexes.store.chunks import read_chunks, write_chunks
+from ragtools.indexes.store.versions import (
     COUNTER,
     POINTER,
     collect,
@@ -168,7 +168,7 @@ def _hold_in_thread(
 
 HOLD_READER = """
 import sys, time
-from ragtools.indexes.versions import reading
+from ragtools.indexes.store.versions import reading
 with reading(sys.argv[1]):
     print("reading", flush=True)
     sys.stdin.readline()
@@ -218,8 +218,8 @@ def test_imports_and_writes_where_fcntl_does_not_exist(tmp_path: Path) -> None:
     """As on Windows: no ``fcntl`` module. filelock then falls back to its own locks."""
     code = (
         "import sys; sys.modules['fcntl'] = None\n"
-        "import ragtools.indexes.bundle, ragtools.parsers\n"
-        "from ragtools.indexes.versions import current_version, reading, write_version\n"
+        "import ragtools.indexes.index, ragtools.parsers\n"
+        "from ragtools.indexes.store.versions import current_version, reading, write_version\n"
         "root = sys.argv[1]\n"
         "for text in ('a', 'b'):\n"
         "    write_version(root, lambda d: (d / 'data.txt').write_text(text), keep=1)\n"
@@ -299,7 +299,7 @@ def test_an_open_index_pins_its_version_until_closed(tmp_path: Path) -> None:
 
 PIN_AND_HANG = """
 import sys, time
-from ragtools.indexes.bundle import Index, open_version
+from ragtools.indexes.index import Index, open_version
 index = Index.open(sys.argv[1])
 print(index.version_dir.name, flush=True)
 time.sleep(600)

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.dense.windows import split_windows
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder, live_segment
-from ragtools.indexes.windows import split_windows
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, IndexLoadError
 
@@ -167,7 +167,7 @@ def test_window_settings_are_validated(tmp_path: Path) -> None:
 def test_windows_do_not_depend_on_layout() -> None:
     """Stored text keeps its indentation; the vector half sees it compacted, so the same
     words laid out differently give the same windows (and so the same vectors)."""
-    from ragtools.indexes.windows import split_windows
+    from ragtools.indexes.dense.windows import split_windows
     from ragtools.parsers.normalize import compact_whitespace
 
     words = [f"word{i}" for i in range(400)]

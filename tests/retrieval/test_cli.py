@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
+from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.testing import live_segment
 from ragtools.parsers import Chunk
 

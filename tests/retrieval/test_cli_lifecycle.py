@@ -268,7 +268,7 @@ def test_piped_output_has_no_progress_bars_or_load_reports(tmp_path: Path) -> No
     search = rag("search", str(index), "insects dancing", "-k", "1")
     assert search.stderr == "" and "bees.txt" in search.stdout
     verbose = rag("search", str(index), "insects dancing", "-k", "1", "--verbose")
-    assert "INFO ragtools.indexes.onnx_encoder: embedding with ONNX Runtime" in verbose.stderr
+    assert "INFO ragtools.indexes.dense.onnx_encoder: embedding with ONNX Runtime" in verbose.stderr
     assert "faiss" not in verbose.stderr  # only this package's loggers are raised
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtools.indexes._persist import save_npy
-from ragtools.indexes.bundle import Index
-from ragtools.indexes.doc_texts import DocumentTexts
-from ragtools.indexes.manifest import DOCUMENT_TEXTS
+from ragtools.indexes.index import Index
+from ragtools.indexes.store._persist import save_npy
+from ragtools.indexes.store.doc_texts import DocumentTexts
+from ragtools.indexes.store.manifest import DOCUMENT_TEXTS
 from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Chunk, Document, IndexLoadError, load

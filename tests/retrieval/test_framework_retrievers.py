@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers import ConfigError, Document
 from ragtools.parsers.errors import MissingDependencyError

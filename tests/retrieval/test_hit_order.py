@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.ranking import Ranking
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers import Document

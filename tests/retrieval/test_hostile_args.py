@@ -78,7 +78,7 @@ def test_a_source_name_that_is_not_utf8_is_printed(index: Path) -> None:
 
 def test_an_mcp_result_naming_a_source_that_is_not_utf8_serialises(index: Path) -> None:
     pytest.importorskip("mcp")
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.retrieval.integrations.mcp import _result
     from ragtools.retrieval.keyword import KeywordRetriever
     from ragtools.retrieval.tools.retriever_tool import format_hits
@@ -173,7 +173,7 @@ def test_a_python_filter_nested_10000_deep_is_a_config_error_before_any_recursio
 ) -> None:
     """Through a retriever the filter's source paths are resolved (recursively) before it
     is compiled; the bound is checked first."""
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.indexes.testing import FakeEmbedder
     from ragtools.retrieval import HybridRetriever
 
@@ -214,7 +214,7 @@ def test_deep_json_in_beir_queries_is_a_parse_error_naming_the_line(tmp_path: Pa
 
 
 def test_a_query_list_nested_100000_deep_is_refused_by_name(tmp_path: Path) -> None:
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.indexes.testing import FakeEmbedder
     from ragtools.parsers.errors import ToolInputError
     from ragtools.retrieval import HybridRetriever, create_retriever_tool
@@ -245,7 +245,7 @@ def test_a_query_list_nested_100000_deep_is_refused_by_name(tmp_path: Path) -> N
 def test_a_query_with_a_lone_surrogate_reaches_the_embedder_replaced(tmp_path: Path) -> None:
     """Hugging Face tokenizers raise ``TypeError`` on a lone surrogate; retrievers replace it
     (and the embedder's own encode path does too, for texts given directly)."""
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.indexes.testing import FakeEmbedder
     from ragtools.retrieval import HybridRetriever
 
@@ -279,7 +279,7 @@ def test_rag_build_of_a_record_with_a_lone_surrogate_succeeds_and_says_so(tmp_pa
 @pytest.mark.slow
 def test_the_bundled_model_is_never_handed_a_lone_surrogate(tmp_path: Path) -> None:
     """The issue's case with the real tokenizer, which raised ``TypeError`` on "\\ud800"."""
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.retrieval import HybridRetriever
 
     (tmp_path / "trace.txt").write_text("trace the compile step", encoding="utf-8")
@@ -348,7 +348,7 @@ def test_a_query_over_the_longest_names_the_file_line_and_limit(
 
 
 def test_every_retriever_refuses_a_query_over_the_longest(tmp_path: Path) -> None:
-    from ragtools.indexes.bundle import Index
+    from ragtools.indexes.index import Index
     from ragtools.indexes.testing import FakeEmbedder
     from ragtools.retrieval import HybridRetriever
     from ragtools.retrieval.keyword import KeywordRetriever

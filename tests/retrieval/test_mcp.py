@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.parsers.errors import ConfigError, MissingDependencyError
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.hybrid import HybridRetriever

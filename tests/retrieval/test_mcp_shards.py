@@ -9,7 +9,7 @@ import pytest
 import ray
 from mcp import Client
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.retrieval.integrations.mcp import build_server
 from tests.retrieval.test_mcp import docs, expected, run, text_of  # noqa: F401 (fixture)
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers import ConfigError, Document
 from ragtools.retrieval import retriever_for

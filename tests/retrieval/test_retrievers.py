@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, Document

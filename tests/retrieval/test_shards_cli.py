@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.bundle import Index
+from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.retrieval import create_retriever_tool
 from ragtools.retrieval.hybrid import HybridRetriever

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.manifest import SOURCE_ROOT
+from ragtools.indexes.store.manifest import SOURCE_ROOT
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers import ConfigError
 from ragtools.retrieval import HybridRetriever, Index, KeywordRetriever, create_retriever_tool

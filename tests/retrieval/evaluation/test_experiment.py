@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes import _bm25_math
-from ragtools.indexes.versions import current_version
+from ragtools.indexes.keyword import _math as _bm25_math
+from ragtools.indexes.store.versions import current_version
 from ragtools.retrieval.evaluation import load_beir
 from ragtools.retrieval.evaluation.experiment import open_or_build
 from tests.retrieval.evaluation.test_beir import write_dataset

@@ -10,8 +10,8 @@ import pytest
 import pytrec_eval
 
 from ragtools import parsers
-from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.retrieval.evaluation.studies import (
     bm25_run,
     evaluate,

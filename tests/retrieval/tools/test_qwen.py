@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from transformers import AutoTokenizer
 
-from ragtools.indexes.embed import SentenceTransformerEmbedder
-from ragtools.indexes.model_dir import default_model_path
+from ragtools.indexes.dense.embed import SentenceTransformerEmbedder
+from ragtools.indexes.dense.model_dir import default_model_path
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit

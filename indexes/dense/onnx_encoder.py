@@ -11,7 +11,7 @@ files in its directory, so this module reproduces it without torch:
 - tokenisation is the model's own ``tokenizer.json`` through the ``tokenizers`` library
   (what sentence-transformers' fast tokenizer runs), truncated at the model's
   ``max_seq_length``;
-- the transformer runs in ONNX Runtime from the file :mod:`indexes.onnx_export` keeps on
+- the transformer runs in ONNX Runtime from the file :mod:`indexes.dense.onnx_export` keeps on
   disk; pooling and normalisation are a few numpy lines.
 
 Documents are sorted by their token count and cut into batches padded to their own longest
@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.onnx_export import export_dir, exported_model, onnx_runtime
+from ragtools.indexes.dense.onnx_export import export_dir, exported_model, onnx_runtime
 from ragtools.parsers._progress import progress as progress_bar
 
 __all__ = ["OnnxEncoder", "OnnxPlan", "read_plan", "shared_encoder"]

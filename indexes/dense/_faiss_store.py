@@ -1,6 +1,6 @@
 """The faiss index behind a ``VectorIndex``, and what differs between its kinds.
 
-:class:`indexes.vector.VectorIndex` keeps the contract: row ids, filters over rows, exact k,
+:class:`indexes.dense.vector.VectorIndex` keeps the contract: row ids, filters over rows, exact k,
 locking and files. :class:`FaissStore` keeps what faiss does differently for ``flat``,
 ``hnsw`` and ``ivf``: how each index is made, how it takes and drops labels (a flat index
 compacts, HNSW can only leave tombstones, IVF removes by id), when an IVF index trains, the
@@ -75,7 +75,7 @@ def unit_rows(vectors: npt.ArrayLike, dim: int, what: str) -> Floats:
 
 
 class FaissStore:
-    """One faiss index of one kind; parameters as in :class:`~indexes.vector.VectorIndex`.
+    """One faiss index of one kind; parameters as in :class:`~indexes.dense.vector.VectorIndex`.
 
     Raises:
         ConfigError: a bad kind or parameter.

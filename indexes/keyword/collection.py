@@ -21,7 +21,7 @@ those of one fresh index over its live rows, bit for bit, whatever history made 
   to every matching row, as one index does).
 
 A segment so scored is read-only (:class:`GlobalStatsBM25`): segments never change; a new
-version writes new segments and records deletions (:mod:`indexes.segments`).
+version writes new segments and records deletions (:mod:`indexes.store.segments`).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_math import Postings, Vocabulary, compute_idf, compute_weights
-from ragtools.indexes.bm25 import BM25Index
+from ragtools.indexes.keyword._math import Postings, Vocabulary, compute_idf, compute_weights
+from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 Ints = npt.NDArray[np.int64]
@@ -106,14 +106,14 @@ class GlobalStats:
         return cls(n_live, total_len, terms, df_sorted)
 
     def idf(self, *, variant: Any, epsilon: float) -> tuple[np.ndarray, bool, int]:
-        """:func:`~indexes._bm25_math.compute_idf` over every term, in the global order."""
+        """:func:`~indexes.keyword._math.compute_idf` over every term, in the global order."""
         indptr = np.zeros(len(self.df) + 1, np.int64)
         np.cumsum(self.df, out=indptr[1:])
         return compute_idf(indptr, self.n_live, variant=variant, epsilon=epsilon)
 
 
 class GlobalStatsBM25(BM25Index):
-    """A segment's :class:`~indexes.bm25.BM25Index` scoring with collection statistics.
+    """A segment's :class:`~indexes.keyword.bm25.BM25Index` scoring with collection statistics.
 
     Searches and scores like any BM25 index (rows are the segment's own); changing it would
     make its statistics disagree with the other segments', so ``add`` and ``delete`` refuse.

@@ -8,7 +8,7 @@ Choices:
 - Kinds: ``flat`` (exact, ``IndexFlatIP``; the default and the right choice up to a few
   hundred thousand vectors), ``hnsw`` (``IndexHNSWFlat``) and ``ivf`` (``IndexIVFFlat``).
 - Row ids: callers add vectors under their own non-negative int64 ``rows`` (chunk-store
-  positions); :class:`~indexes._vector_labels.LabelRows` maps faiss's internal labels to them
+  positions); :class:`~indexes.dense._vector_labels.LabelRows` maps faiss's internal labels to them
   (saved as ``rows.npy``), in place of ``IndexIDMap2``, which cannot serve all three kinds.
 
   * ``flat``: delete really removes (faiss compacts, label == position stays true).
@@ -33,10 +33,10 @@ Choices:
   when ``nlist`` is automatic, below which exact search is as fast anyway), then trains
   on everything it holds and switches; ``nlist`` defaults to ``4 * sqrt(n)``. Centroids are
   not retrained later: rebuild after the corpus has changed a lot.
-- What differs between the kinds lives in :class:`~indexes._faiss_store.FaissStore`.
+- What differs between the kinds lives in :class:`~indexes.dense._faiss_store.FaissStore`.
 - Persistence: ``index.faiss`` (faiss's own ``write_index``), ``rows.npy`` and the manifest
   ``vector.json`` with SHA-256 checksums, verified before faiss reads a byte
-  (:mod:`indexes._vector_io`). A memory-mapped index is copied into memory on its first
+  (:mod:`indexes.dense._vector_io`). A memory-mapped index is copied into memory on its first
   ``add``/``delete``, because faiss aborts the process when a mapped array is resized.
 """
 
@@ -51,9 +51,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes import _vector_io as io
-from ragtools.indexes._faiss_store import FaissStore, VectorKind, unit_rows
-from ragtools.indexes._vector_labels import LabelRows, parse_rows
+from ragtools.indexes.dense import _vector_io as io
+from ragtools.indexes.dense._faiss_store import FaissStore, VectorKind, unit_rows
+from ragtools.indexes.dense._vector_labels import LabelRows, parse_rows
 from ragtools.indexes.ranking import Mask, Ranking, Rows, allow_mask, check_k
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
 

@@ -12,9 +12,9 @@ What was chosen, and why:
   times, as rank-bm25 does, and is the default whenever a variant is named; ``BM25Index()``'s
   tuned default saturates (see :data:`DEFAULT_PARAMS`). ``k3`` changes no stored weight.
 * **Storage** is a term-major sparse matrix with the score of every (term, row) pair
-  precomputed (see :mod:`indexes._bm25_math`); a query adds its terms' postings into one score
-  per row (:mod:`indexes._bm25_query`).
-* **Incremental**: ``add`` and ``delete`` only update the counts (:mod:`indexes._bm25_corpus`);
+  precomputed (see :mod:`indexes.keyword._math`); a query adds its terms' postings into one score
+  per row (:mod:`indexes.keyword._query`).
+* **Incremental**: ``add`` and ``delete`` only update the counts (:mod:`indexes.keyword._corpus`);
   the next query or ``save`` recomputes the weights from the live rows, in time linear in the
   index size, so scores equal a fresh build on the surviving rows. Row ids are stable: a
   deleted row keeps its id and is never reused.
@@ -53,10 +53,10 @@ from typing import Any, Self
 
 import numpy as np
 
-from ragtools.indexes import _bm25_query as q
-from ragtools.indexes._bm25_corpus import Corpus
-from ragtools.indexes._bm25_io import index_arguments, read_index, write_index
-from ragtools.indexes._bm25_math import (
+from ragtools.indexes.keyword import _query as q
+from ragtools.indexes.keyword._corpus import Corpus
+from ragtools.indexes.keyword._io import index_arguments, read_index, write_index
+from ragtools.indexes.keyword._math import (
     DEFAULT_PARAMS,
     DEFAULT_VARIANT,
     VARIANT_DEFAULTS,
@@ -68,7 +68,7 @@ from ragtools.indexes._bm25_math import (
     resolve_params,
 )
 from ragtools.indexes.ranking import Ranking, allow_mask, check_k, row_ids
-from ragtools.indexes.tokenize import Tokenizer
+from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
@@ -220,7 +220,7 @@ class BM25Index:
     def corpus(self) -> Corpus:
         """The counted rows (vocabulary, live postings, row lengths, deletions, live totals),
         brought up to date: what merging the statistics of several indexes reads
-        (:mod:`indexes._bm25_global`). Read it; only the index changes it (under its lock)."""
+        (:mod:`indexes.keyword.collection`). Read it; only the index changes it (under its lock)."""
         with self._lock:
             self._corpus.postings()  # merges pending rows, drops deleted rows' postings
             return self._corpus
@@ -392,7 +392,7 @@ class BM25Index:
             arrays: ``indptr``, ``docs``, ``tf``, ``weights``, ``doc_len``, ``deleted``.
             idf: the ``compute_idf`` triple the weights were computed with; ``None``: the
                 idf of these rows (a whole index). A shard scoring with the statistics of
-                all shards passes theirs (:mod:`indexes._bm25_global`).
+                all shards passes theirs (:mod:`indexes.keyword.collection`).
             tokenizer: as in the constructor.
             **params: the constructor's keyword arguments (variant, k1, b, epsilon, ...).
 

@@ -1,4 +1,4 @@
-"""On-disk format of :class:`indexes.bm25.BM25Index` (format ``"bm25"``, version 1).
+"""On-disk format of :class:`indexes.keyword.bm25.BM25Index` (format ``"bm25"``, version 1).
 
 One directory, no pickle::
 
@@ -13,7 +13,7 @@ One directory, no pickle::
     deleted.npy    bool    deleted-row mask (n_rows)
 
 The weights are saved so that a memory-mapped load opens in milliseconds without recomputing
-them. Checksums are verified before any array is opened (:mod:`indexes._persist`); then the
+them. Checksums are verified before any array is opened (:mod:`indexes.store._persist`); then the
 arrays' dtypes, shapes and cross-consistency are checked, so a damaged or tampered directory
 raises :class:`IndexLoadError` naming the offending file.
 """
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ragtools.indexes._persist import (
+from ragtools.indexes.store._persist import (
     fsync_dir,
     load_npy,
     read_json,
@@ -37,7 +37,7 @@ from ragtools.indexes._persist import (
     save_npy,
     write_json,
 )
-from ragtools.indexes._persist import write_manifest as _write_manifest
+from ragtools.indexes.store._persist import write_manifest as _write_manifest
 from ragtools.parsers.errors import IndexLoadError
 
 logger = logging.getLogger(__name__)

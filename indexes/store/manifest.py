@@ -24,14 +24,14 @@ History:
   version-2 index opens as it is (its sources absolute, ``source_root`` ``null``), and its
   first ``update`` parses every file again into the new form.
 * **4**: ``document_texts``: the folder holding every document's full text
-  (:mod:`indexes.doc_texts`), so that expanded passages are exact document spans. An older
+  (:mod:`indexes.store.doc_texts`), so that expanded passages are exact document spans. An older
   index opens with ``document_texts`` ``null``: expansion then stitches passages from the
   chunks (:mod:`retrieval.expand`), and each later change stores the texts of the documents
   it parses.
 
 A bundle's format is also the format of a **segment**. Since segments exist, a version folder
 holds ``version.json`` (format ``"ragtools-version"``, :data:`VERSION_FORMAT_VERSION`): the
-settings, what the index tracks, and its segments (:mod:`indexes.segments`). Folders written
+settings, what the index tracks, and its segments (:mod:`indexes.store.segments`). Folders written
 before open through :func:`legacy_segments`, the one place older layouts are read:
 
 * a version folder with a bundle's ``manifest.json`` (format 1 to 4): one segment, the folder
@@ -50,8 +50,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes._persist import read_json, read_manifest, sha256_file
-from ragtools.indexes.segments import SegmentEntry
+from ragtools.indexes.store._persist import read_json, read_manifest, sha256_file
+from ragtools.indexes.store.segments import SegmentEntry
 from ragtools.parsers.errors import IndexLoadError
 
 __all__ = [

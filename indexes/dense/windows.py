@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._persist import load_npy, save_npy
+from ragtools.indexes.dense.vector import VectorIndex, VectorKind
 from ragtools.indexes.ranking import Mask, Ranking
-from ragtools.indexes.vector import VectorIndex, VectorKind
+from ragtools.indexes.store._persist import load_npy, save_npy
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import IndexLoadError
 from ragtools.parsers.normalize import compact_whitespace

@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._persist import (
+from ragtools.indexes.dense.embed import Embedder
+from ragtools.indexes.store._persist import (
     fsync_dir,
     load_npy,
     read_json,
@@ -41,7 +42,6 @@ from ragtools.indexes._persist import (
     sha256_file,
     write_json,
 )
-from ragtools.indexes.embed import Embedder
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "text_key"]
@@ -263,7 +263,7 @@ class EmbeddingCache:
 
 
 class CachedEmbedder:
-    """Wraps an :class:`~indexes.embed.Embedder`; only uncached texts reach the model.
+    """Wraps an :class:`~indexes.dense.embed.Embedder`; only uncached texts reach the model.
 
     Identical texts within one call are embedded once. Queries are passed through uncached
     (they may use a query prompt, and are rarely repeated). The cache key namespace is the

@@ -1,4 +1,4 @@
-"""Built-in English stopword lists for :class:`indexes.tokenize.Tokenizer`.
+"""Built-in English stopword lists for :class:`indexes.text.tokenize.Tokenizer`.
 
 Two lists, both as frozen module constants so that an index records only the *name* of the
 list it used:

@@ -1,4 +1,4 @@
-"""Query-time kernels of :class:`indexes.bm25.BM25Index`: one query, a batch, and filters.
+"""Query-time kernels of :class:`indexes.keyword.bm25.BM25Index`: one query, a batch, and filters.
 
 A query is scored on an immutable :class:`Snapshot` of the index (postings, weights, deleted
 mask), so searches in several threads never see a half-applied ``add`` or ``delete``.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ragtools.indexes._bm25_math import Postings, Weights, query_term_weight
+from ragtools.indexes.keyword._math import Postings, Weights, query_term_weight
 from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.parsers.errors import ConfigError
 
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 QueryTerms = tuple[list[int], Sequence[float]]
 """A query's distinct known term ids (ascending) and the weight of each: its count in the
-query, saturated by ``k3`` (:func:`indexes._bm25_math.query_term_weight`)."""
+query, saturated by ``k3`` (:func:`indexes.keyword._math.query_term_weight`)."""
 
 
 @dataclass(frozen=True)

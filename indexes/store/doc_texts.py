@@ -31,7 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ragtools.indexes._persist import load_npy, read_bytes, read_json, save_npy, write_json
+from ragtools.indexes.store._persist import (
+    load_npy,
+    read_bytes,
+    read_json,
+    save_npy,
+    write_json,
+)
 from ragtools.parsers.errors import IndexLoadError
 
 __all__ = ["TEXTS_DIR", "ChainedTexts", "DocumentTexts", "write_texts"]

@@ -73,7 +73,7 @@ from pathlib import Path
 
 from filelock import FileLock, ReadWriteLock, Timeout
 
-from ragtools.indexes._persist import fsync_dir
+from ragtools.indexes.store._persist import fsync_dir
 from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
 __all__ = [

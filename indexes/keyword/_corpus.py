@@ -5,7 +5,7 @@ A BM25 weight depends on the whole corpus: the number of live rows, their total 
 term-major postings they come from, and lets changes stay cheap: ``add`` only counts the new
 rows' tokens (pending until needed), ``delete`` only marks rows, and :meth:`Corpus.postings`
 merges the pending rows and drops deleted rows' postings when a query or a save asks. Kept
-apart from :class:`~indexes.bm25.BM25Index`, which owns the parameters, the tokenizer, the
+apart from :class:`~indexes.keyword.bm25.BM25Index`, which owns the parameters, the tokenizer, the
 queries and the files, because these statistics are what shards of one index would merge.
 Not thread-safe on its own: the index calls it under its lock.
 """
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ragtools.indexes._bm25_math import (
+from ragtools.indexes.keyword._math import (
     Postings,
     RowCounts,
     Vocabulary,

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_core import PydanticSerializationError
 
-from ragtools.indexes.segments import SEGMENTS, shard_of
+from ragtools.indexes.store.segments import SEGMENTS, shard_of
 from ragtools.parsers.document import Document, json_text
 
 STAGING_PREFIX = ".tmp-staging-"

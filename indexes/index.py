@@ -6,17 +6,17 @@ Build once offline, open anywhere::
     index = Index.open("my-index")                       # verify checksums, load (mmap)
     index.update()                                       # re-parse only changed files
 
-A version is a list of immutable segments plus deleted rows (:mod:`indexes.segments`); one
+A version is a list of immutable segments plus deleted rows (:mod:`indexes.store.segments`); one
 ``Index`` reads any number of them, on one machine or placed in shards, and searches them as
 one index: BM25 with the statistics of all live rows, every ranking merged with one tie rule
 (score, then chunk key). ``Index`` only reads. Every change (build, update, add, delete,
 merge) goes through :class:`~indexes.writer.IndexWriter`, which writes new segments and a new
-version, switches the ``CURRENT`` pointer atomically (:mod:`indexes.versions`) and then hands
+version, switches the ``CURRENT`` pointer atomically (:mod:`indexes.store.versions`) and then hands
 the new :class:`IndexState` to the ``Index`` objects it was given. A state is immutable, so a
 search that took one state sees one version's chunks and rankings from start to end,
 whatever a writer does meanwhile. Nothing is pickled: chunks are JSON lines, BM25 is JSON +
 ``.npy``, vectors are faiss's own format, and every file's SHA-256 is in a manifest
-(:mod:`indexes.manifest` holds the schemas and the migrations of older layouts).
+(:mod:`indexes.store.manifest` holds the schemas and the migrations of older layouts).
 """
 
 from __future__ import annotations
@@ -34,14 +34,18 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._bm25_global import GlobalStats, combined
-from ragtools.indexes._chunk_file import ChunkFile, LiveChunks
-from ragtools.indexes._persist import read_manifest, sha256_file
-from ragtools.indexes.bm25 import BM25Index
-from ragtools.indexes.doc_texts import TEXTS_DIR, ChainedTexts, DocumentTexts
-from ragtools.indexes.embed import Embedder, SentenceTransformerEmbedder
-from ragtools.indexes.embed_cache import CachedEmbedder, EmbeddingCache
-from ragtools.indexes.manifest import (
+from ragtools.indexes.dense.embed import Embedder, SentenceTransformerEmbedder
+from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache
+from ragtools.indexes.dense.windows import WindowedVectorIndex
+from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.keyword.collection import GlobalStats, combined
+from ragtools.indexes.ranking import Mask, Ranking, Rows, allow_mask, check_k
+from ragtools.indexes.settings import IndexSettings
+from ragtools.indexes.store._chunk_file import ChunkFile, LiveChunks
+from ragtools.indexes.store._persist import read_manifest, sha256_file
+from ragtools.indexes.store.chunks import read_chunks
+from ragtools.indexes.store.doc_texts import TEXTS_DIR, ChainedTexts, DocumentTexts
+from ragtools.indexes.store.manifest import (
     DOCUMENT_TEXTS,
     FORMAT,
     FORMAT_VERSION,
@@ -51,12 +55,8 @@ from ragtools.indexes.manifest import (
     legacy_segments,
     migrate,
 )
-from ragtools.indexes.ranking import Mask, Ranking, Rows, allow_mask, check_k
-from ragtools.indexes.segments import LiveRows, SegmentEntry, merged_top, read_deleted
-from ragtools.indexes.settings import IndexSettings
-from ragtools.indexes.store import read_chunks
-from ragtools.indexes.versions import VersionPin, current_version, pin_version, reading
-from ragtools.indexes.windows import WindowedVectorIndex
+from ragtools.indexes.store.segments import LiveRows, SegmentEntry, merged_top, read_deleted
+from ragtools.indexes.store.versions import VersionPin, current_version, pin_version, reading
 from ragtools.parsers import Chunk, FileError, Selection
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
@@ -119,7 +119,7 @@ class IndexState:
     def chunk_keys(self) -> npt.NDArray[np.int64]:
         """A 64-bit key per row derived from its chunk id (BLAKE2b), so that rankings of
         different indexes can be fused by chunk id with integer arrays, and ties are
-        ordered alike whatever the history of the index (:mod:`indexes.segments`). Index it
+        ordered alike whatever the history of the index (:mod:`indexes.store.segments`). Index it
         with row ids (a version's keys are computed for the rows asked: :class:`LiveKeys`)."""
         if self.keys is not None:
             return cast(npt.NDArray[np.int64], self.keys)
@@ -228,9 +228,9 @@ class LocalSegment:
 
 
 class SegmentedBM25:
-    """The keyword half of a version: :class:`~indexes.bm25.BM25Index`'s ``search`` over
+    """The keyword half of a version: :class:`~indexes.keyword.bm25.BM25Index`'s ``search`` over
     the version's live rows. Each segment scores with the collection's statistics; the
-    parts' answers are merged by :func:`~indexes.segments.merged_top` (ties by chunk key).
+    parts' answers are merged by :func:`~indexes.store.segments.merged_top` (ties by chunk key).
     Parts are searched in a thread each (numpy releases the GIL in the gathers and sums)."""
 
     def __init__(
@@ -438,7 +438,7 @@ def segmented_state(
 class Index:
     """A built index: use :meth:`build`, :meth:`from_documents` or :meth:`open`.
 
-    An index opened with :meth:`open` pins its version (:mod:`indexes.versions`): garbage
+    An index opened with :meth:`open` pins its version (:mod:`indexes.store.versions`): garbage
     collection keeps that version's files until :meth:`close`, the end of a ``with`` block,
     the object being garbage-collected or the process ending.
 
@@ -485,7 +485,7 @@ class Index:
     def hold_pin(self, pin: VersionPin | None) -> None:
         """Pin ``pin``'s version for as long as this object lives; release the previous.
 
-        The one way a version pin (:func:`~indexes.versions.pin_version`) is handed to an
+        The one way a version pin (:func:`~indexes.store.versions.pin_version`) is handed to an
         ``Index``: whoever opens a version pins it first, then gives the pin to the index.
         """
         previous = self._unpin
@@ -680,7 +680,7 @@ class Index:
 
     @property
     def segments(self) -> list[SegmentEntry]:
-        """The segments of the live version, in row order (see :mod:`indexes.segments`)."""
+        """The segments of the live version, in row order (see :mod:`indexes.store.segments`)."""
         where = self.version_dir or self.path
         return [SegmentEntry.from_json(s, where) for s in self.manifest.get("segments", [])]
 
@@ -748,7 +748,7 @@ def open_version(
 
 LAZY_ROWS = 200_000
 """A segment of more rows keeps its chunks in its mapped file, parsed when read
-(:class:`~indexes._chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
+(:class:`~indexes.store._chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
 
 
 def version_entries(root: Path, directory: Path) -> tuple[dict[str, Any], list[SegmentEntry]]:
@@ -787,7 +787,7 @@ def read_version(
     reuse: Mapping[str, IndexState] | None = None,
     lazy_chunks: bool | None = None,
 ) -> IndexState:
-    """Read and check one version and every segment it names; see :mod:`indexes.segments`.
+    """Read and check one version and every segment it names; see :mod:`indexes.store.segments`.
 
     ``shard`` reads only that shard's segments (a Ray actor's part), scoring BM25 with the
     version's collection statistics ``stats`` as the whole index computed them. ``reuse``
@@ -855,7 +855,7 @@ def _keyword_half(
     A version of one canonical segment without deletions scores with the weights as stored
     (nothing is computed at open: the arrays are memory-mapped). Otherwise the live postings
     of the segments held are merged in memory into one index scoring with the collection's
-    statistics (:func:`~indexes._bm25_global.combined`), in time and memory linear in the
+    statistics (:func:`~indexes.keyword.collection.combined`), in time and memory linear in the
     postings, writing nothing: an update stays cheap on disk, a query is one kernel pass
     whatever the number of segments (``eval/bench_segments.py`` measured one kernel per
     segment at 2.1 to 2.9 times one segment's latency with eight segments), and the merge
@@ -902,7 +902,7 @@ def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> Ind
     """Read and check one segment (a bundle: manifest first, then every half).
 
     ``lazy_chunks`` maps the chunk store and parses a chunk when read (a large segment's, so
-    that memory does not grow with its chunks; see :mod:`indexes._chunk_file`).
+    that memory does not grow with its chunks; see :mod:`indexes.store._chunk_file`).
     """
     manifest = migrate(
         read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True)

@@ -39,7 +39,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes._persist import fsync_dir, read_json, sha256_file, write_json
+from ragtools.indexes.store._persist import fsync_dir, read_json, sha256_file, write_json
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError, IndexLoadError
 

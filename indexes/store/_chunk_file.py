@@ -21,8 +21,8 @@ from typing import overload
 
 import numpy as np
 
-from ragtools.indexes.segments import LiveRows
-from ragtools.indexes.store import chunk_of_line
+from ragtools.indexes.store.chunks import chunk_of_line
+from ragtools.indexes.store.segments import LiveRows
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import IndexLoadError
 
@@ -50,7 +50,7 @@ class _Rows(Sequence[Chunk]):
 
 
 class ChunkFile(_Rows):
-    """The chunks of one chunk store (see :mod:`indexes.store`), parsed when read.
+    """The chunks of one chunk store (see :mod:`indexes.store.chunks`), parsed when read.
 
     Raises:
         IndexLoadError: the file is missing or unreadable.
@@ -91,8 +91,8 @@ class ChunkFile(_Rows):
 
 
 class LiveChunks(_Rows):
-    """The live chunks of a version, segment after segment (:class:`indexes.segments.LiveRows`),
-    read from the segments' chunk sequences."""
+    """The live chunks of a version, segment after segment
+    (:class:`indexes.store.segments.LiveRows`), read from the segments' chunk sequences."""
 
     def __init__(self, parts: Sequence[Sequence[Chunk]], live: LiveRows) -> None:
         self._parts = list(parts)

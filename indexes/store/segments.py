@@ -2,7 +2,7 @@
 
 As in Lucene, Tantivy and Elasticsearch, a version of an index is a list of immutable
 segments plus the rows deleted from them, and BM25's collection statistics are computed over
-the live rows of all of them (:mod:`indexes._bm25_global`). A fresh single index is one
+the live rows of all of them (:mod:`indexes.keyword.collection`). A fresh single index is one
 segment; ``--shards N`` places groups of segments on N workers (the ``shard`` of each
 segment); an update writes a segment for the files that changed and records the replaced
 rows as deleted, so no existing segment file is touched.
@@ -48,8 +48,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes._persist import fsync_dir, load_npy, read_json, save_npy, sha256_file
 from ragtools.indexes.ranking import Mask, Ranking
+from ragtools.indexes.store._persist import (
+    fsync_dir,
+    load_npy,
+    read_json,
+    save_npy,
+    sha256_file,
+)
 from ragtools.parsers.errors import IndexLoadError
 
 __all__ = [
@@ -90,7 +96,7 @@ class SegmentEntry:
         deleted: the version's file of this segment's deleted rows, or ``None``.
         n_deleted: how many of its rows are deleted.
         canonical: its BM25 weights were computed with its own statistics in the canonical
-            term order (:mod:`indexes._bm25_global`), so a version made of this segment alone,
+            term order (:mod:`indexes.keyword.collection`), so a version made of this segment alone,
             without deletions, scores with them as stored.
     """
 
