@@ -371,9 +371,10 @@ class IndexWriter:
         taken = int(manifest.get("fingerprinted_ns") or 0)
         prints = {f: fingerprint(Path(f), old.get(f), taken) for f in files}
         stale = [f for f in files if not same_file(old.get(f), prints[f])]
+        retried: set[str] = set()
         if password is not None:  # files that failed before may have wanted it: read them
-            failed = {f.path for f in index.failures} - set(stale)
-            stale += [f for f in files if f in failed]
+            retried = {f.path for f in index.failures} - set(stale)
+            stale += [f for f in files if f in retried]
         stale_set = set(stale)
         gone = set(before) - set(prints)
         kept = [f for f in index.failures if f.path in prints and f.path not in stale_set]
@@ -415,8 +416,12 @@ class IndexWriter:
         skipped_paths = {p for p, _ in skipped}
         was_skipped = {p for p, _ in index.skipped}
         report = UpdateReport(
-            added=[f for f in files if f not in before and f not in skipped_paths],
-            changed=[f for f in stale if f in before and f not in skipped_paths],
+            added=[
+                f for f in files if (f not in before or f in retried) and f not in skipped_paths
+            ],
+            changed=[
+                f for f in stale if f in before and f not in retried and f not in skipped_paths
+            ],
             removed=sorted(p for p in gone if p not in was_skipped),
             unchanged=len([f for f in files if f not in stale_set and f not in skipped_paths]),
             failures=failures,
