@@ -223,7 +223,7 @@ def test_a_second_process_reuses_the_file_without_torch() -> None:
     script = (
         "import sys, json\n"
         "from ragtools.indexes.dense.embed import SentenceTransformerEmbedder\n"
-        "from ragtools.indexes import onnx_export\n"
+        "from ragtools.indexes.dense import onnx_export\n"
         "calls = []\n"
         "onnx_export._export = lambda *a: calls.append(a)\n"
         "vector = SentenceTransformerEmbedder().embed_query('cells')\n"
