@@ -141,18 +141,26 @@ class IndexState:
         return self.vector.search(query, k, allow_mask(allow, len(self.chunks)))
 
 
-class SegmentPart(Protocol):
-    """A group of a version's segments that answers its own top ``depth`` in live rows:
-    one segment in this process, or a shard's segments in a Ray actor
-    (:mod:`indexes.ray_shards`)."""
+class KeywordSearch(Protocol):
+    """What answers a version's keyword top ``depth`` in live rows: the index this process
+    merged (:class:`KeywordPart`), or a shard's Ray actor (:mod:`indexes.ray_shards`)."""
 
     def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
         """BM25 top ``depth`` (any tie order) among the allowed live rows."""
         ...
 
+
+class VectorSearch(Protocol):
+    """What answers a version's vector top ``depth`` in live rows: one segment held here
+    (:class:`LocalSegment`), or a shard's Ray actor."""
+
     def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
         """Vector top ``depth`` (any tie order) among the allowed live rows."""
         ...
+
+
+class SegmentPart(KeywordSearch, VectorSearch, Protocol):
+    """A part that answers both halves: a shard's Ray actor."""
 
 
 class KeywordHalf:
@@ -200,24 +208,14 @@ class KeywordPart:
         found = index.search(tokens, depth, None if allow is None else allow[rows])
         return Ranking(rows[found.rows], found.scores)
 
-    def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
-        msg = "the keyword half has no vectors"
-        raise IndexStateError(msg)
-
 
 class LocalSegment:
-    """One segment held in this process (``state`` ``None``: held elsewhere)."""
+    """The vectors of one segment held in this process (``state`` ``None``: held
+    elsewhere); its BM25 half is searched through the version's :class:`KeywordPart`."""
 
     def __init__(self, number: int, state: IndexState | None, live: LiveRows) -> None:
         self.number, self.state, self.live = number, state, live
         self.empty = state is None or len(live.local[number]) == 0
-
-    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
-        if self.empty or self.state is None or self.state.bm25 is None:
-            return Ranking.empty()
-        local = self.live.segment_mask(self.number, allow)
-        found = self.state.bm25.search(tokens, depth, local)
-        return Ranking(self.live.to_live(self.number, found.rows), found.scores)
 
     def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:
         if self.empty or self.state is None or self.state.vector is None:
@@ -231,10 +229,10 @@ class SegmentedBM25:
     """The keyword half of a version: :class:`~indexes.keyword.bm25.BM25Index`'s ``search`` over
     the version's live rows. Each segment scores with the collection's statistics; the
     parts' answers are merged by :func:`~indexes.store.segments.merged_top` (ties by chunk key).
-    Parts are searched in a thread each (numpy releases the GIL in the gathers and sums)."""
+    Several parts (Ray actors) are asked in a thread each, so their round trips overlap."""
 
     def __init__(
-        self, parts: Sequence[SegmentPart], view: _SegmentView, template: BM25Index
+        self, parts: Sequence[KeywordSearch], view: _SegmentView, template: BM25Index
     ) -> None:
         self.parts = list(parts)
         self._view = view
@@ -257,21 +255,25 @@ class SegmentedBM25:
         mask = allow_mask(allow, view.n_live)
         tokens = self.tokenizer(query) if isinstance(query, str) else query
 
-        def call(part: SegmentPart) -> Callable[[int], Ranking]:
+        def call(part: KeywordSearch) -> Callable[[int], Ranking]:
             return lambda depth: part.keyword(tokens, depth, mask)
 
-        return view.top([call(p) for p in self.parts], k, threads=False)
+        return view.top([call(p) for p in self.parts], k)
 
 
 class SegmentedVectors:
-    """The vector half of a version, as :class:`SegmentedBM25` is the keyword half. Parts
-    are scanned in the calling thread: each scan is a BLAS product that BLAS already spreads
-    over the cores, and threads on top of it oversubscribe them."""
+    """The vector half of a version, as :class:`SegmentedBM25` is the keyword half. Segments
+    held here are scanned in the calling thread: each scan is a BLAS product that BLAS
+    already spreads over the cores, and threads on top of it oversubscribe them; remote parts
+    (Ray actors) are asked in a thread each, so their round trips overlap."""
 
-    def __init__(self, parts: Sequence[SegmentPart], view: _SegmentView, size: int) -> None:
+    def __init__(
+        self, parts: Sequence[VectorSearch], view: _SegmentView, size: int, *, remote: bool
+    ) -> None:
         self.parts = list(parts)
         self._view = view
         self._size = size
+        self._remote = remote
 
     def __len__(self) -> int:
         return self._size
@@ -282,10 +284,10 @@ class SegmentedVectors:
         view = self._view
         mask = allow_mask(allow, view.n_live)
 
-        def call(part: SegmentPart) -> Callable[[int], Ranking]:
+        def call(part: VectorSearch) -> Callable[[int], Ranking]:
             return lambda depth: part.vector(query, depth, mask)
 
-        return view.top([call(p) for p in self.parts], k, threads=False)
+        return view.top([call(p) for p in self.parts], k, threads=self._remote)
 
 
 class _SegmentView:
@@ -405,12 +407,12 @@ def segmented_state(
         chunks = LiveChunks(chunk_parts, live)
     keys = LiveKeys(chunk_parts, live)
     view = _SegmentView(len(live), keys.__getitem__)
-    groups: Sequence[SegmentPart] = search or [
+    groups: Sequence[VectorSearch] = search or [
         LocalSegment(i, p, live) for i, p in enumerate(parts)
     ]
     bm25 = vector = None
     if settings.keyword and keyword is not None:
-        keyword_parts = search or [KeywordPart(keyword)]
+        keyword_parts: Sequence[KeywordSearch] = search or [KeywordPart(keyword)]
         bm25 = cast(BM25Index, SegmentedBM25(keyword_parts, view, keyword.template))
     if settings.vector and any(p.vector is not None for p in held):
         size = 0  # live vectors: a chunk has one per window
@@ -418,7 +420,8 @@ def segmented_state(
             if part is not None and part.vector is not None:
                 owners = part.vector.owners
                 size += int((~mask).sum() if owners is None else (~mask[owners]).sum())
-        vector = cast(WindowedVectorIndex, SegmentedVectors(groups, view, size))
+        segmented = SegmentedVectors(groups, view, size, remote=search is not None)
+        vector = cast(WindowedVectorIndex, segmented)
     stored = [p.texts for p in held if p.texts is not None]
     texts: Mapping[str, str] | None = None
     if stored:

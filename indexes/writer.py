@@ -440,7 +440,7 @@ class IndexWriter:
             self.index.refresh()
             plan = self._plan()
             n_shards = self.index.n_shards
-            shard = [shard_of(c.doc_id, n_shards) if n_shards > 1 else 0 for c in chunks]
+            shard = [shard_of(c.doc_id, n_shards) for c in chunks]
             order = sorted(range(len(chunks)), key=lambda i: (shard[i], i))
             for number in sorted(set(shard)):
                 group = [chunks[i] for i in order if shard[i] == number]
@@ -470,12 +470,9 @@ class IndexWriter:
             plan = self._plan()
             folded = 0
             while True:
-                by_shard: dict[int, list[int]] = {}
-                for i, entry in enumerate(plan.entries):
-                    by_shard.setdefault(entry.shard, []).append(i)
                 picked = [
                     members
-                    for members in by_shard.values()
+                    for members in _members_by_shard(plan.entries).values()
                     if len(members) > 1 or plan.deleted[members[0]].any()
                 ]
                 if not picked:
@@ -661,14 +658,11 @@ class IndexWriter:
             if half_deleted:
                 self._fold(plan, half_deleted[:1])
                 continue
-            counts: dict[int, list[int]] = {}
-            for i, e in enumerate(plan.entries):
-                counts.setdefault(e.shard, []).append(i)
             new_per_shard: dict[int, int] = {}
             for e in plan.new:
                 new_per_shard[e.shard] = new_per_shard.get(e.shard, 0) + 1
             crowded = [
-                (shard, members) for shard, members in counts.items()
+                (shard, members) for shard, members in _members_by_shard(plan.entries).items()
                 if len(members) + new_per_shard.get(shard, 0) > SEGMENTS_PER_SHARD
                 and len(members) >= 2
             ]  # fmt: skip
@@ -710,7 +704,6 @@ class IndexWriter:
             msg = f"{index.path}: no text to index (all sources empty, unreadable or without text)"
             raise ConfigError(msg)
         carried = _tracking(index.manifest, tracked or {})
-        written: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
             entries = []
@@ -747,17 +740,15 @@ class IndexWriter:
                 },
                 **carried,
             }
-            written.update(
-                write_manifest(
-                    directory,
-                    VERSION_MANIFEST,
-                    fmt=VERSION_FORMAT,
-                    version=VERSION_FORMAT_VERSION,
-                    files=files,
-                    data=data,
-                    sealed=True,
-                    indent=None,  # a fingerprint per source file: encoded in C
-                )
+            write_manifest(
+                directory,
+                VERSION_MANIFEST,
+                fmt=VERSION_FORMAT,
+                version=VERSION_FORMAT_VERSION,
+                files=files,
+                data=data,
+                sealed=True,
+                indent=None,  # a fingerprint per source file: encoded in C
             )
 
         with writer_lock(index.path):  # the new version stays live until the index pins it
@@ -838,8 +829,16 @@ def _check_shards(shards: object) -> int:
 def _by_shard(files: Sequence[str], n_shards: int) -> list[list[str]]:
     groups: list[list[str]] = [[] for _ in range(n_shards)]
     for f in files:
-        groups[shard_of(f, n_shards) if n_shards > 1 else 0].append(f)
+        groups[shard_of(f, n_shards)].append(f)
     return groups
+
+
+def _members_by_shard(entries: Sequence[SegmentEntry]) -> dict[int, list[int]]:
+    """The positions of ``entries`` in each shard, in order."""
+    members: dict[int, list[int]] = {}
+    for i, entry in enumerate(entries):
+        members.setdefault(entry.shard, []).append(i)
+    return members
 
 
 def _texts(documents: Iterable[Document]) -> dict[str, str]:

@@ -6,8 +6,9 @@ would rank differently from one index over every row (Elasticsearch's default "q
 fetch"). Every segment scores with :class:`GlobalStats` instead, so a version's scores are
 those of one fresh index over its live rows, bit for bit, whatever history made it:
 
-* :meth:`ShardCounts.of` reads what a segment contributes over its live rows: its terms,
-  their document frequencies, the number of live rows and their total length;
+* :class:`ShardCounts` is what a segment contributes over its live rows (counted by
+  :func:`combined`): its terms, their document frequencies, the number of live rows and
+  their total length;
 * :meth:`GlobalStats.merge` adds them up and numbers the terms in one **canonical order**,
   sorted by the term string. A row's score is a sum over the query's terms in term-id order,
   and floats added in another order can differ in the last bit; Okapi's floor (``epsilon``
@@ -55,21 +56,6 @@ class ShardCounts:
     df: Ints
     n_live: int
     total_len: int
-
-    @classmethod
-    def of(cls, index: BM25Index) -> ShardCounts:
-        """The counts of ``index``'s live rows."""
-        corpus = index.corpus()
-        postings = corpus.postings()  # live rows only
-        df = np.diff(postings.indptr)
-        present = np.flatnonzero(df > 0)
-        terms = corpus.vocab.terms
-        return cls(
-            [terms[i] for i in present.tolist()],
-            df[present].astype(np.int64),
-            corpus.n_live,
-            corpus.total_len,
-        )
 
 
 @dataclass(frozen=True)

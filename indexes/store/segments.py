@@ -163,6 +163,8 @@ class SegmentEntry:
 
 def shard_of(key: str, n_shards: int) -> int:
     """The shard of a file path or document id: BLAKE2b, the same in every process."""
+    if n_shards == 1:
+        return 0
     digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little") % n_shards
 

@@ -13,7 +13,7 @@ import pytest
 import rank_bm25
 
 from ragtools.indexes.keyword.bm25 import BM25Index
-from ragtools.indexes.keyword.collection import GlobalStats, ShardCounts, combined
+from ragtools.indexes.keyword.collection import combined
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 RANK_BM25 = {"okapi": rank_bm25.BM25Okapi, "bm25l": rank_bm25.BM25L, "bm25plus": rank_bm25.BM25Plus}
@@ -148,7 +148,7 @@ def test_a_segment_with_terms_unknown_to_the_statistics_is_refused() -> None:
     rows = corpus(40, seed=4)
     index = BM25Index()
     index.add(rows)
-    stats = GlobalStats.merge([ShardCounts.of(index)])
+    stats = combined([index], [np.zeros(len(rows), np.bool_)])[1]
     other = BM25Index()
     other.add([["never", "seen"]])
     with pytest.raises(IndexLoadError, match=r"segment-7.*'never'"):
