@@ -38,7 +38,13 @@ from ragtools.indexes.dense.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache
 from ragtools.indexes.dense.windows import WindowedVectorIndex
 from ragtools.indexes.keyword.bm25 import BM25Index
-from ragtools.indexes.keyword.collection import GlobalStats, combined
+from ragtools.indexes.keyword.collection import (
+    Collection,
+    GlobalStats,
+    SegmentScorer,
+    combined,
+    segment_counts,
+)
 from ragtools.indexes.ranking import Mask, Ranking, Rows, allow_mask, check_k
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.store._chunk_file import ChunkFile, LiveChunks
@@ -113,7 +119,7 @@ class IndexState:
     def stats(self) -> GlobalStats | None:
         """The BM25 collection statistics of the version's live rows (``None``: no keyword
         half, or a version of one segment as stored, whose own statistics they are)."""
-        return None if self.keyword_half is None else self.keyword_half.resolve()[2]
+        return None if self.keyword_half is None else self.keyword_half.stats
 
     @cached_property
     def chunk_keys(self) -> npt.NDArray[np.int64]:
@@ -164,10 +170,12 @@ class SegmentPart(KeywordSearch, VectorSearch, Protocol):
 
 
 class KeywordHalf:
-    """What a version's keyword searches run on: the BM25 index of the segments this
-    process holds, the live row of each of its rows, and the collection statistics, made on
-    the first search (:func:`_keyword_half`), so that opening a version to update it never
-    pays for them."""
+    """What a version's keyword searches run on (:func:`_keyword_half` says which, and why):
+    the stored weights of a lone segment, the held segments' live postings merged into one
+    index, or, for a version too large to merge (over :data:`COMBINE_POSTINGS` postings), each
+    held segment scored per query from its term frequencies
+    (:class:`~indexes.keyword.collection.SegmentScorer`). Whatever needs computing is made on
+    the first search, so that opening a version to update it never pays for it."""
 
     def __init__(
         self,
@@ -178,12 +186,21 @@ class KeywordHalf:
         where: Path,
     ) -> None:
         self._args = (parts, entries, deleted, stats, where)
-        self.template = next(p.bm25 for p in parts if p is not None and p.bm25 is not None)
+        self.held = [
+            (i, p.bm25) for i, p in enumerate(parts) if p is not None and p.bm25 is not None
+        ]
+        self.template = self.held[0][1]
+        stored = len(parts) == 1 and stats is None and entries[0].canonical
+        postings = sum(len(index.corpus().postings().docs) for _, index in self.held)
+        self.per_segment = not (stored and not deleted[0].any()) and postings > COMBINE_POSTINGS
         self._made: tuple[BM25Index, Rows | None, GlobalStats | None] | None = None
+        self._collection: Collection | None = None
+        self._scorers: dict[int, SegmentScorer] = {}
         self._lock = threading.Lock()
 
     def resolve(self) -> tuple[BM25Index, Rows | None, GlobalStats | None]:
-        """The index, its rows' live rows (``None``: the same) and the statistics."""
+        """The one index searched, its rows' live rows (``None``: the same) and the
+        statistics (not for a version scored :attr:`per_segment`)."""
         made = self._made
         if made is None:
             with self._lock:
@@ -194,9 +211,42 @@ class KeywordHalf:
                 made = self._made
         return made
 
+    @property
+    def stats(self) -> GlobalStats | None:
+        """The collection statistics (``None``: a lone segment scored as stored)."""
+        return self.collection().stats if self.per_segment else self.resolve()[2]
+
+    def collection(self) -> Collection:
+        """The statistics a version scored :attr:`per_segment` scores with: given, or
+        counted over the held segments' live rows."""
+        if self._collection is None:
+            with self._lock:
+                if self._collection is None:
+                    _, _, deleted, stats, _ = self._args
+                    if stats is None:
+                        counts = [segment_counts(b, deleted[i]) for i, b in self.held]
+                        stats = GlobalStats.merge(counts)
+                    self._collection = Collection(stats, self.template)
+        return self._collection
+
+    def scorer(self, number: int) -> SegmentScorer:
+        """Segment ``number``'s scorer (:attr:`per_segment` only)."""
+        scorer = self._scorers.get(number)
+        if scorer is None:
+            index = dict(self.held)[number]
+            scorer = SegmentScorer(index, self._args[2][number], self.collection())
+            self._scorers[number] = scorer
+        return scorer
+
+    def search_parts(self, live: LiveRows) -> list[KeywordSearch]:
+        """What :class:`SegmentedBM25` asks: the one index, or each held segment."""
+        if self.per_segment:
+            return [SegmentKeyword(self, number, live) for number, _ in self.held]
+        return [KeywordPart(self)]
+
 
 class KeywordPart:
-    """The keyword half searched in this process (:class:`KeywordHalf`)."""
+    """The keyword half searched in this process as one index (:class:`KeywordHalf`)."""
 
     def __init__(self, half: KeywordHalf) -> None:
         self.half = half
@@ -207,6 +257,20 @@ class KeywordPart:
             return index.search(tokens, depth, allow)
         found = index.search(tokens, depth, None if allow is None else allow[rows])
         return Ranking(rows[found.rows], found.scores)
+
+
+class SegmentKeyword:
+    """One held segment of a version scored :attr:`KeywordHalf.per_segment`."""
+
+    def __init__(self, half: KeywordHalf, number: int, live: LiveRows) -> None:
+        self.half, self.number, self.live = half, number, live
+
+    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
+        if len(self.live.local[self.number]) == 0:
+            return Ranking.empty()
+        local = self.live.segment_mask(self.number, allow)
+        found = self.half.scorer(self.number).search(tokens, depth, local)
+        return Ranking(self.live.to_live(self.number, found.rows), found.scores)
 
 
 class LocalSegment:
@@ -412,7 +476,7 @@ def segmented_state(
     ]
     bm25 = vector = None
     if settings.keyword and keyword is not None:
-        keyword_parts: Sequence[KeywordSearch] = search or [KeywordPart(keyword)]
+        keyword_parts: Sequence[KeywordSearch] = search or keyword.search_parts(live)
         bm25 = cast(BM25Index, SegmentedBM25(keyword_parts, view, keyword.template))
     if settings.vector and any(p.vector is not None for p in held):
         size = 0  # live vectors: a chunk has one per window
@@ -750,6 +814,12 @@ def open_version(
 
 
 LAZY_ROWS = 200_000
+
+COMBINE_POSTINGS = 20_000_000
+"""Postings (about 8 bytes each on disk, some 40 to 50 in memory while merging) up to which
+a version's segments are merged into one index for its keyword searches; above, each
+segment is scored per query (:class:`KeywordHalf`): merging ten million rows would hold
+every posting in memory at once, several times the 8 GB such an index is served in."""
 """A segment of more rows keeps its chunks in its mapped file, parsed when read
 (:class:`~indexes.store._chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
 

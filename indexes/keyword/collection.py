@@ -21,6 +21,14 @@ those of one fresh index over its live rows, bit for bit, whatever history made 
   ``avgdl``. A query term a segment lacks is still known (BM25+ adds ``delta * idf`` for it
   to every matching row, as one index does).
 
+* :class:`SegmentScorer` scores one segment's live rows with the collection's statistics
+  without merging anything: per query, from the term frequencies of the query terms'
+  postings, through the same weight formula (:func:`~indexes.keyword._math.compute_weights`)
+  and query kernel (:func:`~indexes.keyword._query.search_one`) as one index, summing the
+  terms in the canonical order, so its scores are the merged index's bit for bit. It costs
+  a few array operations over the query's postings per query instead of memory for every
+  posting: what a version too large to merge (ten million rows in sixteen shards) uses.
+
 A segment so scored is read-only (:class:`GlobalStatsBM25`): segments never change; a new
 version writes new segments and records deletions (:mod:`indexes.store.segments`).
 """
@@ -36,7 +44,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.keyword._math import Postings, Vocabulary, compute_idf, compute_weights
+from ragtools.indexes.keyword._query import Snapshot, query_terms, search_one
 from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 Ints = npt.NDArray[np.int64]
@@ -98,6 +108,101 @@ class GlobalStats:
         return compute_idf(indptr, self.n_live, variant=variant, epsilon=epsilon)
 
 
+def segment_counts(index: BM25Index, deleted: npt.NDArray[np.bool_]) -> ShardCounts:
+    """What ``index`` (a segment) contributes to the statistics over its rows not in
+    ``deleted`` (the version's deletions; rows deleted before it was written have no
+    postings)."""
+    corpus = index.corpus()
+    postings = corpus.postings()
+    live = ~(np.asarray(corpus.deleted, dtype=np.bool_) | deleted)
+    if live.all() or not deleted.any():
+        df = np.diff(postings.indptr)
+    else:
+        term_of = np.repeat(np.arange(postings.n_terms, dtype=np.int64), np.diff(postings.indptr))
+        df = np.bincount(term_of[live[postings.docs]], minlength=postings.n_terms)
+    present = np.flatnonzero(df)
+    words = corpus.vocab.terms
+    return ShardCounts(
+        [words[i] for i in present.tolist()],
+        df[present].astype(np.int64),
+        int(live.sum()),
+        int(np.asarray(corpus.doc_len)[live].sum(dtype=np.int64)),
+    )
+
+
+class Collection:
+    """The statistics of a version with what scoring reads from them: the canonical
+    vocabulary and every term's idf (computed once, as one index over the live rows would).
+
+    Args:
+        stats: the collection statistics; template: any of the segments (its parameters).
+    """
+
+    def __init__(self, stats: GlobalStats, template: BM25Index) -> None:
+        self.stats = stats
+        self.vocab = Vocabulary(stats.terms)
+        self.idf, self.positive, _ = stats.idf(variant=template.variant, epsilon=template.epsilon)
+        self.weight_params = template.weight_params
+        self.k3 = template.k3
+        self.plus_delta = template.delta if template.variant == "bm25plus" else 0.0
+
+
+class SegmentScorer:
+    """One segment's live rows scored with a :class:`Collection`'s statistics, per query
+    (see the module docstring). Rows are the segment's own.
+
+    Args:
+        index: the segment's BM25 index (memory-mapped: only the query's postings are read).
+        deleted: the version's deletions in the segment.
+        collection: the statistics to score with.
+    """
+
+    def __init__(
+        self, index: BM25Index, deleted: npt.NDArray[np.bool_], collection: Collection
+    ) -> None:
+        corpus = index.corpus()
+        self._postings = corpus.postings()
+        self._bounds = self._postings.indptr
+        self._local = corpus.vocab
+        self._doc_len = corpus.doc_len
+        self._dead = np.asarray(corpus.deleted, dtype=np.bool_) | deleted
+        self._collection = collection
+
+    def search(self, tokens: Sequence[str], k: int, allow: Mask | None) -> Ranking:
+        """The ``k`` best allowed live rows containing a query term (score descending,
+        then row), scored as one index over the collection's live rows would score them."""
+        collection = self._collection
+        terms = collection.stats.terms
+        ids, counts = query_terms(tokens, collection.vocab, len(terms), collection.k3)
+        if not ids:
+            return Ranking.empty()
+        get, bounds, postings = self._local.get, self._bounds, self._postings
+        spans = []
+        for term in ids:  # canonical order: the sums add as one index's do
+            local = get(terms[term])
+            spans.append((0, 0) if local is None else (int(bounds[local]), int(bounds[local + 1])))
+        indptr = np.zeros(len(ids) + 1, np.int64)
+        np.cumsum([end - start for start, end in spans], out=indptr[1:])
+        sub = Postings(
+            indptr,
+            np.concatenate([np.zeros(0, np.int32)] + [postings.docs[a:b] for a, b in spans]),
+            np.concatenate([np.zeros(0, np.int32)] + [postings.tf[a:b] for a, b in spans]),
+        )
+        stats = collection.stats
+        weights = compute_weights(
+            sub,
+            self._doc_len,
+            stats.n_live,
+            stats.total_len,
+            **collection.weight_params,
+            global_idf=(collection.idf[ids], collection.positive, 0),
+        )
+        n_rows = len(self._dead)
+        snap = Snapshot(sub, weights, n_rows, n_rows, self._dead, collection.plus_delta)
+        mask = ~self._dead if allow is None else allow & ~self._dead
+        return search_one(snap, (list(range(len(ids))), counts), k, mask)
+
+
 class GlobalStatsBM25(BM25Index):
     """A segment's :class:`~indexes.keyword.bm25.BM25Index` scoring with collection statistics.
 
@@ -136,8 +241,11 @@ def combined(
             another version); the message names ``where``.
     """
     template = indexes[0]
+    if stats is None:
+        stats = GlobalStats.merge(
+            [segment_counts(i, d) for i, d in zip(indexes, deleted, strict=True)]
+        )
     terms_parts, rows_parts, tf_parts, lengths = [], [], [], []
-    counts: list[ShardCounts] = []
     offset = 0
     for index, mask in zip(indexes, deleted, strict=True):
         corpus = index.corpus()
@@ -151,20 +259,6 @@ def combined(
         tf_parts.append(postings.tf[keep])
         lengths.append(np.asarray(corpus.doc_len)[live])
         offset += int(live.sum())
-        if stats is None:
-            df = np.bincount(term_of[keep], minlength=postings.n_terms)
-            present = np.flatnonzero(df)
-            words = corpus.vocab.terms
-            counts.append(
-                ShardCounts(
-                    [words[i] for i in present.tolist()],
-                    df[present].astype(np.int64),
-                    int(live.sum()),
-                    int(lengths[-1].sum(dtype=np.int64)),
-                )
-            )
-    if stats is None:
-        stats = GlobalStats.merge(counts)
     vocab = Vocabulary(stats.terms)
     get = vocab.get
     global_terms = []

@@ -13,7 +13,13 @@ import pytest
 import rank_bm25
 
 from ragtools.indexes.keyword.bm25 import BM25Index
-from ragtools.indexes.keyword.collection import combined
+from ragtools.indexes.keyword.collection import (
+    Collection,
+    GlobalStats,
+    SegmentScorer,
+    combined,
+    segment_counts,
+)
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 RANK_BM25 = {"okapi": rank_bm25.BM25Okapi, "bm25l": rank_bm25.BM25L, "bm25plus": rank_bm25.BM25Plus}
@@ -153,3 +159,61 @@ def test_a_segment_with_terms_unknown_to_the_statistics_is_refused() -> None:
     other.add([["never", "seen"]])
     with pytest.raises(IndexLoadError, match=r"segment-7.*'never'"):
         combined([other], [np.zeros(1, np.bool_)], stats, where="segment-7")
+
+
+def scored_per_segment(
+    rows: list[list[str]], n: int, deleted_every: int = 0, **params: object
+) -> tuple[list[SegmentScorer], list[np.ndarray], list[int]]:
+    """``rows`` split over ``n`` segments, each scored per query with the statistics of
+    every live row: the scorers, each one's original rows, and the live rows, ascending."""
+    parts, masks, order = [], [], []
+    for s in range(n):
+        mine = np.arange(s, len(rows), n)
+        index = BM25Index(**params)  # type: ignore[arg-type]
+        index.add([rows[i] for i in mine])
+        mask = (mine % deleted_every == 0) if deleted_every else np.zeros(len(mine), np.bool_)
+        parts.append(index)
+        masks.append(mask)
+        order.append(mine)
+    stats = GlobalStats.merge([segment_counts(p, m) for p, m in zip(parts, masks, strict=True)])
+    collection = Collection(stats, parts[0])
+    scorers = [SegmentScorer(p, m, collection) for p, m in zip(parts, masks, strict=True)]
+    live = sorted(i for mine, m in zip(order, masks, strict=True) for i in mine[~m].tolist())
+    return scorers, order, live
+
+
+@pytest.mark.parametrize("variant", ["okapi", "bm25l", "bm25plus", "lucene"])
+@pytest.mark.parametrize("deleted_every", [0, 4])
+def test_segments_scored_per_query_equal_one_fresh_index_bit_for_bit(
+    variant: str, deleted_every: int
+) -> None:
+    """Each segment scored from its term frequencies with the collection's statistics (what a
+    version too large to merge does) gives one fresh index's scores over the live rows: the
+    same floats, the deleted rows never found."""
+    rows = corpus(300, seed=11)
+    scorers, order, live_ids = scored_per_segment(rows, 3, deleted_every, variant=variant)
+    fresh = canonical([rows[i] for i in live_ids], variant=variant)
+    for query in QUERIES:
+        expected = fresh.search(query, k=len(rows))
+        found = []
+        for scorer, mine in zip(scorers, order, strict=True):
+            ranking = scorer.search(query, len(rows), None)
+            found += zip(ranking.scores.tolist(), mine[ranking.rows].tolist(), strict=True)
+        assert sorted(found) == sorted(
+            zip(expected.scores.tolist(), [live_ids[r] for r in expected.rows], strict=True)
+        )
+
+
+def test_a_segment_scored_per_query_applies_allow_and_k() -> None:
+    rows = corpus(120, seed=3)
+    scorers, order, _ = scored_per_segment(rows, 2)
+    single = canonical(rows)
+    allowed = np.arange(len(rows)) % 3 == 0
+    expected = single.search(["greek0", "w5"], k=len(rows), allow=allowed)
+    for scorer, mine in zip(scorers, order, strict=True):
+        found = scorer.search(["greek0", "w5"], 4, allowed[mine])
+        assert len(found.rows) == 4
+        assert allowed[mine[found.rows]].all()
+        best = [(s, r) for s, r in zip(expected.scores, expected.rows, strict=True) if r in mine]
+        assert found.scores.tolist() == [s for s, _ in best[:4]]
+    assert scorers[0].search(["nowhere"], 3, None).rows.size == 0

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -43,6 +44,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ragtools.indexes import Index, IndexWriter, Tokenizer
+from ragtools.indexes import index as index_module
 from ragtools.indexes.settings import keyword_text
 from ragtools.indexes.store.versions import current_version, list_versions, switch_version
 from ragtools.parsers import Chunk
@@ -289,12 +291,30 @@ EVERY_KIND: list[Step] = [("add", 2), ("edit", 0, 3), ("delete", 0), ("merge",),
 """One history with a step of each kind, tried first (so a missing kind fails at once)."""
 
 
+SCORING = ["merged", "per segment"]
+"""How a version of several segments scores its keyword half (``indexes.index.KeywordHalf``):
+merged into one index, or each segment per query, as a version over
+``COMBINE_POSTINGS`` postings does (forced here by a limit of 0)."""
+
+
+@contextmanager
+def scoring(kind: str) -> Iterator[None]:
+    """Versions opened inside score their keyword half as ``kind`` says."""
+    limit = 0 if kind == "per segment" else index_module.COMBINE_POSTINGS
+    with mock.patch.object(index_module, "COMBINE_POSTINGS", limit):
+        yield
+
+
+@pytest.mark.parametrize("kind", SCORING)
 @pytest.mark.parametrize("shards", [None, 3])
 @QUICK
 @given(steps=histories(FILE_STEPS + WRITER_STEPS, 6))
 @example(steps=EVERY_KIND)
-def test_every_kind_of_change_equals_a_fresh_build(shards: int | None, steps: list[Step]) -> None:
-    run(steps, shards)
+def test_every_kind_of_change_equals_a_fresh_build(
+    shards: int | None, kind: str, steps: list[Step]
+) -> None:
+    with scoring(kind):
+        run(steps, shards)
 
 
 @pytest.mark.stress
@@ -308,12 +328,16 @@ def test_long_file_histories_equal_a_fresh_build(shards: int | None, steps: list
 
 @pytest.mark.stress
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("kind", SCORING)
 @pytest.mark.parametrize("shards", [None, 3])
 @LONG
 @given(steps=histories(FILE_STEPS + WRITER_STEPS, 14))
 @example(steps=EVERY_KIND)
-def test_long_histories_equal_a_fresh_build(shards: int | None, steps: list[Step]) -> None:
-    run(steps, shards)
+def test_long_histories_equal_a_fresh_build(
+    shards: int | None, kind: str, steps: list[Step]
+) -> None:
+    with scoring(kind):
+        run(steps, shards)
 
 
 def test_vocabulary_texts_repeat_and_span_several_chunks() -> None:
