@@ -6,9 +6,10 @@ The architecture, as the folders show it:
   alike.
 * ``keyword/``: BM25. ``bm25.py`` is :class:`BM25Index` (rank-bm25's formulas, vectorised:
   postings and counts in ``_corpus``/``_math``, the query kernel in ``_query``, files in
-  ``_io``); ``collection.py`` makes one index of several segments scoring with the collection
-  statistics of their live rows, in a canonical term order, so scores never depend on
-  history.
+  ``_io``); ``collection.py`` scores several segments with the collection statistics of
+  their live rows, in a canonical term order, so scores never depend on history: merged
+  into one index, or, for a version too large to merge, each segment per query from its
+  term frequencies.
 * ``dense/``: the :class:`Embedder` protocol, the sentence-transformers and ONNX encoders,
   the embedding cache, faiss's :class:`VectorIndex` and windows (a long chunk scores its best
   window).

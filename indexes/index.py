@@ -925,14 +925,23 @@ def _keyword_half(
     (``None``: its rows are the live rows), and the collection statistics (``None``: not
     computed, for a version of one segment as stored).
 
-    A version of one canonical segment without deletions scores with the weights as stored
-    (nothing is computed at open: the arrays are memory-mapped). Otherwise the live postings
-    of the segments held are merged in memory into one index scoring with the collection's
-    statistics (:func:`~indexes.keyword.collection.combined`), in time and memory linear in the
-    postings, writing nothing: an update stays cheap on disk, a query is one kernel pass
-    whatever the number of segments (``eval/bench_segments.py`` measured one kernel per
-    segment at 2.1 to 2.9 times one segment's latency with eight segments), and the merge
-    policy (:mod:`indexes.writer`) bounds how far a version drifts from what is stored.
+    Where scoring happens, by measurement (``eval/bench_segments.py``, ``eval/bench_scale.py``):
+
+    * a version of one canonical segment without deletions scores with the weights as stored
+      (nothing is computed at open: the arrays are memory-mapped);
+    * otherwise, up to :data:`COMBINE_POSTINGS` postings, the live postings of the segments
+      held are merged in memory into one index scoring with the collection's statistics
+      (:func:`~indexes.keyword.collection.combined`), in time and memory linear in the
+      postings, writing nothing: an update stays cheap on disk, and a query is one kernel
+      pass whatever the number of segments (one kernel per segment cost two to three times
+      one segment's latency with eight small segments, where each call's fixed cost
+      dominates);
+    * above it (:attr:`KeywordHalf.per_segment`, not this function), each segment is scored
+      per query from its term frequencies: at millions of rows a query's cost is its
+      postings, not the calls, and merging would hold every posting in memory.
+
+    The merge policy (:mod:`indexes.writer`) bounds how far a version drifts from what is
+    stored.
     """
     held = [(i, p.bm25) for i, p in enumerate(parts) if p is not None and p.bm25 is not None]
     if not held:
