@@ -49,7 +49,14 @@ import numpy.typing as npt
 
 from ragtools.indexes.dense.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.dense.windows import WindowedVectorIndex
-from ragtools.indexes.index import CHUNKS, MANIFEST, Index, IndexState, read_version
+from ragtools.indexes.index import (
+    CHUNKS,
+    LAZY_ROWS,
+    MANIFEST,
+    Index,
+    IndexState,
+    read_version,
+)
 from ragtools.indexes.keyword.collection import combined
 from ragtools.indexes.settings import IndexSettings, keyword_text
 from ragtools.indexes.sources import (
@@ -59,6 +66,7 @@ from ragtools.indexes.sources import (
     select_sources,
     source_root,
 )
+from ragtools.indexes.store._chunk_file import ChunkFile
 from ragtools.indexes.store._persist import write_manifest
 from ragtools.indexes.store.chunks import write_chunks
 from ragtools.indexes.store.doc_texts import TEXTS_DIR, ChainedTexts, write_texts
@@ -568,7 +576,10 @@ class IndexWriter:
         )
         path, digest = publish_segment(tmp)
         plan.new.append(SegmentEntry(path, shard, digest, len(chunks), canonical=True))
-        plan.chunks.append(chunks)
+        # A large segment's chunks are read back from its file when a merge needs them: a
+        # sharded build of ten million rows would otherwise hold every shard's chunks.
+        kept = chunks if len(chunks) <= LAZY_ROWS else ChunkFile(index.path / path / CHUNKS)
+        plan.chunks.append(kept)
 
     def _plan(self) -> _Plan:
         """The live version as a starting point. A version of an older layout has its live

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragtools.indexes import index as index_module
+from ragtools.indexes import writer as writer_module
 from ragtools.indexes.index import Index
 from ragtools.indexes.ranking import Ranking
 from ragtools.indexes.store.segments import LiveRows, merged_top
@@ -80,10 +82,17 @@ def test_an_update_without_changes_writes_no_version(tmp_path: Path) -> None:
     assert current_version(index.path) == live
 
 
+@pytest.mark.parametrize("lazy", [False, True], ids=["in-memory", "chunk-files"])
 @pytest.mark.parametrize("shards", [None, 2])
 def test_the_merge_policy_keeps_few_segments_and_never_changes_a_result(
-    tmp_path: Path, shards: int | None
+    tmp_path: Path, shards: int | None, lazy: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """``chunk-files``: every segment counts as large, so the writer keeps the chunks of
+    the segments it writes in their files and folds read them back from there (as a build
+    of millions of rows does, instead of holding them all)."""
+    if lazy:
+        monkeypatch.setattr(writer_module, "LAZY_ROWS", 0)
+        monkeypatch.setattr(index_module, "LAZY_ROWS", 0)
     src = _sources(tmp_path)
     index = _fresh(src, tmp_path / "idx", shards)
     for round_ in range(2 * SEGMENTS_PER_SHARD):
