@@ -27,6 +27,7 @@ version writes new segments and records deletions (:mod:`indexes.store.segments`
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,15 @@ class GlobalStats:
         terms = sorted(totals)
         df_sorted = np.fromiter((totals[t] for t in terms), np.int64, len(terms))
         return cls(n_live, total_len, terms, df_sorted)
+
+    def document_frequencies(self, terms: Sequence[str]) -> Ints:
+        """The document frequency of each of ``terms`` (0 for a term no live row has)."""
+        out = np.zeros(len(terms), np.int64)
+        for i, term in enumerate(terms):
+            at = bisect.bisect_left(self.terms, term)  # terms are sorted
+            if at < len(self.terms) and self.terms[at] == term:
+                out[i] = self.df[at]
+        return out
 
     def idf(self, *, variant: Any, epsilon: float) -> tuple[np.ndarray, bool, int]:
         """:func:`~indexes.keyword._math.compute_idf` over every term, in the global order."""
