@@ -51,7 +51,7 @@ from ragtools.indexes.dense.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.dense.windows import WindowedVectorIndex
 from ragtools.indexes.index import CHUNKS, MANIFEST, Index, IndexState, read_version
 from ragtools.indexes.keyword.collection import combined
-from ragtools.indexes.settings import IndexSettings, keyword_text
+from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import (
     fingerprint,
     parse_files,
@@ -526,8 +526,7 @@ class IndexWriter:
         bm25_params = None
         if settings.keyword:
             bm25 = settings.new_bm25()
-            boost = settings.title_boost
-            bm25.add([keyword_text(c.text, c.metadata, boost) for c in chunks])
+            bm25.add([settings.keyword_text(c) for c in chunks])
             canonical, _ = combined([bm25], [np.zeros(len(chunks), np.bool_)])
             canonical.save(tmp / "bm25")
             files += [f"bm25/{p.name}" for p in sorted((tmp / "bm25").iterdir())]
@@ -542,6 +541,7 @@ class IndexWriter:
                 kind=settings.vector_kind,
                 window=settings.vector_window,
                 overlap=settings.vector_window_overlap,
+                headers=[settings.vector_header(c) for c in chunks] if settings.context else None,
             )
             model_id = index.embedder.model_id
             files += vector.save(tmp, model_id=model_id, owners_file=OWNERS_FILE)

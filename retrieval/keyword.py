@@ -21,7 +21,6 @@ from ragtools.indexes.index import Index, IndexState
 from ragtools.indexes.keyword.bm25 import Query
 from ragtools.indexes.keyword.rm3 import RM3
 from ragtools.indexes.ranking import Ranking
-from ragtools.indexes.settings import keyword_text
 from ragtools.parsers.errors import IndexStateError
 from ragtools.retrieval.base import IndexRetriever
 from ragtools.retrieval.filters import BoolArray
@@ -87,7 +86,6 @@ class KeywordRetriever(IndexRetriever):
         )
         if not len(first.rows):
             return tokens
-        boost = state.settings.title_boost
         chunks = [state.chunks[row] for row in first.rows.tolist()]
-        feedback = [tokenizer(keyword_text(c.text, c.metadata, boost)) for c in chunks]
+        feedback = [tokenizer(state.settings.keyword_text(c)) for c in chunks]
         return self.rm3.expand(tokens, feedback, first.scores.tolist(), state.document_frequencies)
