@@ -230,6 +230,12 @@ def _parser() -> argparse.ArgumentParser:
     add_model_arguments(build)
     build.add_argument("--no-vector", action="store_true", help="build the BM25 half only")
     build.add_argument(
+        "--context",
+        action="store_true",
+        help="BM25 and the embedder see each chunk's title and heading path (stored text "
+        "unchanged)",
+    )
+    build.add_argument(
         "--keep-versions",
         type=int,
         default=defaults.keep_versions,
