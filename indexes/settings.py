@@ -12,7 +12,14 @@ from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 
-__all__ = ["CONTEXT_SEPARATOR", "TITLE_BOOST", "IndexSettings", "context_header", "keyword_text"]
+__all__ = [
+    "CONTEXT_SEPARATOR",
+    "TITLE_BOOST",
+    "FusionSettings",
+    "IndexSettings",
+    "context_header",
+    "keyword_text",
+]
 
 TITLE_BOOST = 1
 """Default extra title copies in the keyword text, chosen on SciFact train
@@ -56,6 +63,34 @@ def keyword_text(
     return f"{title}\n" * title_boost + header + text
 
 
+class FusionSettings(BaseModel):
+    """How the hybrid retriever fuses the two halves of this index, as ``rag tune`` chose it
+    on judged queries (``HybridRetriever.from_index`` uses it unless told otherwise).
+
+    Attributes:
+        method: ``rrf``, ``relative_score`` (min-max) or ``dbsf`` (distribution-based).
+        weights: BM25 weight, vector weight (non-negative, not both 0).
+        candidate_k: rows each half contributes before fusion.
+        rrf_k: the RRF constant.
+        provenance: what the choice was made on (dataset, split, queries, scores, date).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: Literal["rrf", "relative_score", "dbsf"]
+    weights: tuple[float, float]
+    candidate_k: int = Field(ge=1)
+    rrf_k: float = Field(default=60.0, gt=0)
+    provenance: dict[str, JsonValue] = {}
+
+    @model_validator(mode="after")
+    def _check_weights(self) -> FusionSettings:
+        if min(self.weights) < 0 or sum(self.weights) <= 0:
+            msg = f"fusion weights must be non-negative and not both 0, got {self.weights}"
+            raise ValueError(msg)
+        return self
+
+
 class IndexSettings(BaseModel):
     """Everything that decides an index's content, so an update rebuilds it identically.
 
@@ -87,6 +122,9 @@ class IndexSettings(BaseModel):
             and it has no headings), this repository's README plus ../shared/pdfs 0.7714 ->
             0.8038 (38 hand-judged queries, p = 0.21): a gain where documents have
             headings, none shown significant, so it is an option for such corpora.
+        fusion: the hybrid fusion ``rag tune`` chose for this index (``None``: the
+            package's defaults); it changes no row, so setting it writes a version that
+            reuses every segment.
         vector_window: the vector half embeds a chunk longer than this many characters as
             overlapping windows and scores it by its best one (``indexes.dense.windows``); ``0``
             embeds every chunk as one text (truncated by the model if it is long).
@@ -108,6 +146,7 @@ class IndexSettings(BaseModel):
     vector_kind: Literal["flat", "hnsw", "ivf"] = "flat"
     title_boost: int = Field(default=TITLE_BOOST, ge=0, le=10)
     context: bool = False
+    fusion: FusionSettings | None = None
     vector_window: int = Field(default=1000, ge=0)
     vector_window_overlap: int = Field(default=200, ge=0)
     keep_versions: int = Field(default=2, ge=1, le=1000)

@@ -484,6 +484,21 @@ class IndexWriter:
             return folded
 
     # ----------------------------------------------------------------- segments
+    def set_search_settings(self, **changes: Any) -> None:
+        """A new version with the same segments and these settings changed: only those
+        that change no row (``fusion``), e.g. what ``rag tune`` chose.
+
+        Raises:
+            ConfigError: another setting, or an invalid value.
+        """
+        allowed = {"fusion"}
+        if set(changes) - allowed:
+            msg = f"only {sorted(allowed)} can change without a rebuild, got {sorted(changes)}"
+            raise ConfigError(msg)
+        index = self.index
+        settings = IndexSettings.checked({**index.settings.model_dump(), **changes})
+        self.commit(self._plan(), n_shards=index.n_shards, policy=False, settings=settings)
+
     def split(self, documents: Sequence[Document]) -> list[Chunk]:
         """``documents`` split into chunks with the index's settings."""
         settings = self.index.settings
@@ -682,6 +697,7 @@ class IndexWriter:
         tracked: Mapping[str, Any] | None = None,
         replaced: int = 0,
         policy: bool = True,
+        settings: IndexSettings | None = None,
     ) -> None:
         """Write ``plan`` as a new version, make the ``Index`` show it, then collect.
 
@@ -693,7 +709,7 @@ class IndexWriter:
         Raises:
             ConfigError: the new version would hold no live row.
         """
-        index, settings = self.index, self.index.settings
+        index, settings = self.index, settings or self.index.settings
         if policy:
             self._apply_policy(plan)
         # Segments without a live row are dropped: nothing would ever read them.

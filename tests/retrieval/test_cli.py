@@ -452,3 +452,12 @@ def test_build_with_context_keeps_stored_text(docs: Path, tmp_path: Path) -> Non
     assert json.loads(proc.stdout)[0]["chunk"]["text"] == tides.text
     differs = rag("build", str(docs), "--out", str(out), "--no-vector", check=False)
     assert differs.returncode != 0 and "context True (asked: False)" in differs.stderr
+
+
+def test_tune_refuses_an_index_without_the_vector_half(keyword_index: Path, tmp_path: Path) -> None:
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "tides"}\n')
+    (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\ttides.md\t1\n")
+    proc = rag("tune", str(keyword_index), "--dataset", str(tmp_path), check=False)
+    assert proc.returncode != 0
+    assert "no vector half (built with --no-vector)" in proc.stderr
