@@ -19,12 +19,13 @@ method and normalisation at a time, over fixed runs; here method, normalisation 
 are searched together, and the hits are the hybrid retriever's own (dedup by chunk id, one
 tie rule).
 
-A document is judged by its id or its ``source`` path, whichever the qrels use (a user's own
-judgements naturally name files). Judgements naming documents the index does not hold, or
-queries ``queries.jsonl`` lacks, are refused, naming them: a typo would otherwise score as a
-miss and bias the choice. Fewer than :data:`MIN_QUERIES` judged queries are refused; fewer
-than :data:`FEW_QUERIES` give a result with a warning, as differences between settings on
-so few queries are mostly noise.
+A judgement names a document by its id, its ``source`` path, a page (``a.pdf#p3``) or a
+section (``guide.md#From source``, a chunk's last heading), whichever the qrels use: a user's
+own judgements naturally name files, pages and sections, not content hashes. Judgements
+naming documents the index does not hold, or queries ``queries.jsonl`` lacks, are refused,
+naming them: a typo would otherwise score as a miss and bias the choice. Fewer than
+:data:`MIN_QUERIES` judged queries are refused; fewer than :data:`FEW_QUERIES` give a result
+with a warning, as differences between settings on so few queries are mostly noise.
 
 When the dataset has a test split (another ``qrels`` file), the chosen setting and the
 default are compared on it with ``rag compare``'s paired tests; the figures and the
@@ -46,6 +47,7 @@ from typing import Any, cast
 
 from ragtools.indexes.index import Index
 from ragtools.indexes.settings import FusionSettings
+from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError, IndexStateError
 from ragtools.retrieval.base import Filter, QueryFilter, RankedChunks, Ranker
 from ragtools.retrieval.evaluation.beir import available_splits, load_qrels, load_queries
@@ -112,26 +114,50 @@ class _CachedRanker:
         return RankedChunks(full.ranking.head(k), full.chunks, full.keys, full.stage)
 
 
+def _unit_keys() -> dict[str, Callable[[Chunk], str]]:
+    """The ways a judgement may name what is relevant, most specific last."""
+
+    def page(chunk: Chunk) -> str:
+        return f"{chunk.metadata.get('source')}#p{chunk.metadata.get('page')}"
+
+    def section(chunk: Chunk) -> str:
+        headings = chunk.metadata.get("headings")
+        last = headings[-1] if isinstance(headings, list) and headings else ""
+        return f"{chunk.metadata.get('source')}#{last}"
+
+    return {
+        "document id": lambda chunk: chunk.doc_id,
+        "source path": lambda chunk: str(chunk.metadata.get("source")),
+        "page (source#p<page>)": page,
+        "section (source#<heading>)": section,
+    }
+
+
 def _judged_key(index: Index, qrels: Qrels, where: Path) -> Callable[[Hit], str]:
-    """How a hit is matched to judgements: by document id, or by ``source`` path.
+    """How a hit is matched to judgements: by document id, ``source`` path, page
+    (``a.pdf#p3``) or section (``guide.md#From source``, the chunk's last heading), the
+    first that knows every judged name; a judgement file may mix pages and sections.
 
     Raises:
-        ConfigError: documents the index holds under neither, named.
+        ConfigError: documents the index holds under none of these, named.
     """
     named = {doc for judged in qrels.values() for doc in judged}
-    ids = {c.doc_id for c in index.chunks}
-    if named <= ids:
-        return lambda hit: hit.chunk.doc_id
-    sources = {str(c.metadata.get("source")) for c in index.chunks}
-    if named <= sources:
-        return lambda hit: str(hit.chunk.metadata.get("source"))
-    unknown = (
-        sorted(named - ids) if len(named - ids) <= len(named - sources) else sorted(named - sources)
-    )
+    forms = _unit_keys()
+    known = {name: {form(c) for c in index.chunks} for name, form in forms.items()}
+    for name, form in forms.items():
+        if named <= known[name]:
+            return lambda hit, form=form: form(hit.chunk)  # type: ignore[misc]
+    units = known["page (source#p<page>)"] | known["section (source#<heading>)"]
+    if named <= units:
+        page, section = forms["page (source#p<page>)"], forms["section (source#<heading>)"]
+        return lambda hit: page(hit.chunk) if "page" in hit.chunk.metadata else section(hit.chunk)
+    missing = [named - ids for ids in [*known.values(), units]]
+    unknown = sorted(sorted(missing, key=len)[0])
     msg = (
         f"{where}: the judgements name {len(unknown)} document(s) the index does not hold "
-        f"(neither a document id nor a source path): {', '.join(unknown[:5])}"
-        f"{', ...' if len(unknown) > 5 else ''}; judge documents of this index"
+        f"(as a document id, source path, source#p<page> or source#<heading>): "
+        f"{', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}; judge documents "
+        "of this index"
     )
     raise ConfigError(msg)
 
