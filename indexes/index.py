@@ -37,7 +37,7 @@ import numpy.typing as npt
 from ragtools.indexes.dense.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache
 from ragtools.indexes.dense.windows import WindowedVectorIndex
-from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.keyword.bm25 import BM25Index, Query
 from ragtools.indexes.keyword.collection import (
     Collection,
     GlobalStats,
@@ -131,12 +131,25 @@ class IndexState:
             return cast(npt.NDArray[np.int64], self.keys)
         return chunk_keys_of(self.chunks)
 
-    def keyword_ranking(self, query: str, k: int, allow: object = None) -> Ranking:
-        """BM25 top ``k`` chunk rows allowed by ``allow`` (see :func:`allow_mask`)."""
+    def keyword_ranking(self, query: Query, k: int, allow: object = None) -> Ranking:
+        """BM25 top ``k`` chunk rows allowed by ``allow`` (see :func:`allow_mask`); ``query``
+        as :class:`~indexes.keyword.bm25.BM25Index` takes it (text, tokens or weights)."""
         if self.bm25 is None:
             msg = "this index was built without the keyword half"
             raise IndexStateError(msg)
         return self.bm25.search(query, k=k, allow=allow_mask(allow, len(self.chunks)))
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[npt.NDArray[np.int64], int]:
+        """How many live rows contain each of ``terms``, and the number of live rows: the
+        collection statistics BM25 scores with (read by pseudo-relevance feedback)."""
+        if self.bm25 is None:
+            msg = "this index was built without the keyword half"
+            raise IndexStateError(msg)
+        stats = self.stats
+        if stats is not None:
+            return stats.document_frequencies(terms), stats.n_live
+        index = self.bm25 if self.keyword_half is None else self.keyword_half.resolve()[0]
+        return index.document_frequencies(terms), len(index)
 
     def vector_ranking(self, query: npt.ArrayLike, k: int, allow: object = None) -> Ranking:
         """Cosine top ``k`` chunk rows for an embedded query (a chunk scores its best window),
@@ -151,7 +164,7 @@ class KeywordSearch(Protocol):
     """What answers a version's keyword top ``depth`` in live rows: the index this process
     merged (:class:`KeywordPart`), or a shard's Ray actor (:mod:`indexes.ray_shards`)."""
 
-    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
+    def keyword(self, tokens: Query, depth: int, allow: Mask | None) -> Ranking:
         """BM25 top ``depth`` (any tie order) among the allowed live rows."""
         ...
 
@@ -251,7 +264,7 @@ class KeywordPart:
     def __init__(self, half: KeywordHalf) -> None:
         self.half = half
 
-    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
+    def keyword(self, tokens: Query, depth: int, allow: Mask | None) -> Ranking:
         index, rows, _ = self.half.resolve()
         if rows is None:
             return index.search(tokens, depth, allow)
@@ -265,7 +278,7 @@ class SegmentKeyword:
     def __init__(self, half: KeywordHalf, number: int, live: LiveRows) -> None:
         self.half, self.number, self.live = half, number, live
 
-    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
+    def keyword(self, tokens: Query, depth: int, allow: Mask | None) -> Ranking:
         if len(self.live.local[self.number]) == 0:
             return Ranking.empty()
         local = self.live.segment_mask(self.number, allow)
@@ -308,7 +321,7 @@ class SegmentedBM25:
     def __len__(self) -> int:
         return self._view.n_live
 
-    def search(self, query: str | Sequence[str], k: int = 10, allow: object = None) -> Ranking:
+    def search(self, query: Query, k: int = 10, allow: object = None) -> Ranking:
         """The ``k`` best live rows for ``query`` among those allowed (see
         :func:`~indexes.ranking.allow_mask`)."""
         k = check_k(k)

@@ -24,7 +24,7 @@ Without ``ray`` installed an index works in-process; asking for Ray raises
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from ragtools.indexes.dense.embed import Embedder
 from ragtools.indexes.index import Index, read_version
+from ragtools.indexes.keyword.bm25 import Query
 from ragtools.indexes.keyword.collection import GlobalStats
 from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.indexes.settings import IndexSettings
@@ -110,7 +111,7 @@ class ShardActor:
         self.state = read_version(Path(root), Path(version), shard=shard, stats=stats)
 
     def keyword(
-        self, tokens: Sequence[str], depth: int, allow: Mask | None
+        self, tokens: Query, depth: int, allow: Mask | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """BM25 top ``depth`` of this shard: (live rows, scores)."""
         if self.state.bm25 is None:
@@ -135,8 +136,9 @@ class ActorPart:
     def __init__(self, actor: Any) -> None:
         self.actor = actor
 
-    def keyword(self, tokens: Sequence[str], depth: int, allow: Mask | None) -> Ranking:
-        rows, scores = _ray().get(self.actor.keyword.remote(list(tokens), depth, allow))
+    def keyword(self, tokens: Query, depth: int, allow: Mask | None) -> Ranking:
+        sent = dict(tokens) if isinstance(tokens, Mapping) else list(tokens)  # plain, picklable
+        rows, scores = _ray().get(self.actor.keyword.remote(sent, depth, allow))
         return Ranking(rows, scores)
 
     def vector(self, query: npt.ArrayLike, depth: int, allow: Mask | None) -> Ranking:

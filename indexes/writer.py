@@ -58,7 +58,7 @@ from ragtools.indexes.index import (
     read_version,
 )
 from ragtools.indexes.keyword.collection import combined
-from ragtools.indexes.settings import IndexSettings, keyword_text
+from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import (
     fingerprint,
     parse_files,
@@ -492,6 +492,21 @@ class IndexWriter:
             return folded
 
     # ----------------------------------------------------------------- segments
+    def set_search_settings(self, **changes: Any) -> None:
+        """A new version with the same segments and these settings changed: only those
+        that change no row (``fusion``), e.g. what ``rag tune`` chose.
+
+        Raises:
+            ConfigError: another setting, or an invalid value.
+        """
+        allowed = {"fusion"}
+        if set(changes) - allowed:
+            msg = f"only {sorted(allowed)} can change without a rebuild, got {sorted(changes)}"
+            raise ConfigError(msg)
+        index = self.index
+        settings = IndexSettings.checked({**index.settings.model_dump(), **changes})
+        self.commit(self._plan(), n_shards=index.n_shards, policy=False, settings=settings)
+
     def split(self, documents: Sequence[Document]) -> list[Chunk]:
         """``documents`` split into chunks with the index's settings."""
         settings = self.index.settings
@@ -534,8 +549,7 @@ class IndexWriter:
         bm25_params = None
         if settings.keyword:
             bm25 = settings.new_bm25()
-            boost = settings.title_boost
-            bm25.add([keyword_text(c.text, c.metadata, boost) for c in chunks])
+            bm25.add([settings.keyword_text(c) for c in chunks])
             canonical, _ = combined([bm25], [np.zeros(len(chunks), np.bool_)])
             canonical.save(tmp / "bm25")
             files += [f"bm25/{p.name}" for p in sorted((tmp / "bm25").iterdir())]
@@ -550,6 +564,7 @@ class IndexWriter:
                 kind=settings.vector_kind,
                 window=settings.vector_window,
                 overlap=settings.vector_window_overlap,
+                headers=[settings.vector_header(c) for c in chunks] if settings.context else None,
             )
             model_id = index.embedder.model_id
             files += vector.save(tmp, model_id=model_id, owners_file=OWNERS_FILE)
@@ -693,6 +708,7 @@ class IndexWriter:
         tracked: Mapping[str, Any] | None = None,
         replaced: int = 0,
         policy: bool = True,
+        settings: IndexSettings | None = None,
     ) -> None:
         """Write ``plan`` as a new version, make the ``Index`` show it, then collect.
 
@@ -704,7 +720,7 @@ class IndexWriter:
         Raises:
             ConfigError: the new version would hold no live row.
         """
-        index, settings = self.index, self.index.settings
+        index, settings = self.index, settings or self.index.settings
         if policy:
             self._apply_policy(plan)
         # Segments without a live row are dropped: nothing would ever read them.

@@ -5,7 +5,11 @@ pypdf is pure Python (no system library, installs everywhere, handles RC4 and, w
 (``strict=False``): truncated files and broken content streams give their best-effort text.
 
 Per page: ``page`` (1-based), ``page_label`` (the label printed on the page, e.g. ``iv``,
-when the PDF defines labels), and the document ``title`` from the PDF metadata when set.
+when the PDF defines labels), the document ``title`` from the PDF metadata when set, and,
+when the PDF has an outline (bookmarks), ``headings``: the path of the last outline entry
+that starts on or before the page (``["2 Geometrie", "2.1 Punkte"]``; ``[]`` before the
+first), which is what a reader of that page sees in the bookmark pane. An outline pypdf
+cannot read gives no headings rather than failing the file.
 Words hyphenated across a line break are joined, real compounds kept, on the evidence of
 the whole file's vocabulary (:mod:`parsers.dehyphenate`); that runs once all pages are in,
 in :func:`finish_pages`, so a PDF split over worker processes gets the same text.
@@ -154,6 +158,7 @@ def extract_pages(
         raise ParseError(source, msg)
     title = _title(reader)
     labels = _labels(reader, n_pages)
+    headings = _page_headings(reader, n_pages, source)
     result = PdfPages(n_pages)
     extracted: dict[tuple[str, ...], str] = {}
     texts: dict[int, str] = {}
@@ -194,8 +199,44 @@ def extract_pages(
         }
         if title:
             metadata["title"] = title
+        if headings is not None:
+            metadata["headings"] = list[JsonValue](headings[index])
         result.documents.append(Document(text=texts[index], metadata=metadata))
     return result
+
+
+def _page_headings(reader: Any, n_pages: int, source: str) -> list[list[str]] | None:
+    """Each page's outline path (see the module docstring); ``None``: no usable outline."""
+    starts: list[tuple[int, list[str]]] = []
+
+    def walk(items: list[Any], path: list[str]) -> None:
+        last: list[str] = path
+        for item in items:
+            if isinstance(item, list):
+                walk(item, last)  # the children of the entry just before
+                continue
+            page = reader.get_destination_page_number(item)
+            text = " ".join(normalize_text(str(item.title or "")).split())
+            last = [*path, text] if text else path
+            if page is not None and 0 <= page < n_pages:
+                starts.append((page, last))
+
+    try:
+        walk(list(reader.outline), [])
+    except Exception:  # a broken outline is common; the pages stay readable without it
+        logger.debug("%s: outline unreadable; no headings", source, exc_info=True)
+        return None
+    if not starts:
+        return None
+    starts.sort(key=lambda entry: entry[0])  # stable: entries of one page stay in order
+    out: list[list[str]] = []
+    at, current = 0, list[str]()
+    for page in range(n_pages):
+        while at < len(starts) and starts[at][0] <= page:
+            current = starts[at][1]
+            at += 1
+        out.append(current)
+    return out
 
 
 def over_limit(exc: BaseException) -> str | None:

@@ -37,7 +37,15 @@ from ragtools.retrieval._cli_output import emit, emit_text, print_problems, show
 NO_TEXT = "no text to index"
 
 #: The settings ``rag build`` sets from its options; the others keep their defaults.
-CLI_SETTINGS = ("chunk_size", "chunk_overlap", "model", "precision", "vector", "keep_versions")
+CLI_SETTINGS = (
+    "chunk_size",
+    "chunk_overlap",
+    "model",
+    "precision",
+    "vector",
+    "keep_versions",
+    "context",
+)
 
 
 def selection_of(args: argparse.Namespace, recorded: Selection | None = None) -> Selection | None:
@@ -68,6 +76,7 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
         "precision": args.precision,
         "vector": not args.no_vector,
         "keep_versions": args.keep_versions,
+        "context": args.context,
     }
 
 

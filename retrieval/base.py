@@ -7,7 +7,7 @@ import copy
 import functools
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -269,8 +269,16 @@ class IndexRetriever(BaseRetriever):
         state = self.index.state
         allow = QueryFilter.of(filter).mask(state)
         keys = state.chunk_keys
-        ranking = top_by_key(lambda depth: self.rank_state(state, query, depth, allow), k, keys)
+        ranking = top_by_key(self.ranker(state, query, allow), k, keys)
         return RankedChunks(ranking, state.chunks, keys, self.stage)
+
+    def ranker(
+        self, state: IndexState, query: str, allow: BoolArray | None
+    ) -> Callable[[int], Ranking]:
+        """``depth`` → the top ``depth`` rows of ``state`` for one query: :meth:`rank_state`,
+        unless a subclass prepares the query once first (e.g. query expansion), since
+        :meth:`rank` may ask for several depths."""
+        return lambda depth: self.rank_state(state, query, depth, allow)
 
     @abstractmethod
     def rank_state(self, state: IndexState, query: str, k: int, allow: BoolArray | None) -> Ranking:

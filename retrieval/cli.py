@@ -201,6 +201,38 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from ragtools.indexes.writer import IndexWriter
+    from ragtools.retrieval.evaluation.compare import render_comparison
+    from ragtools.retrieval.evaluation.tune import tune_fusion
+
+    with Index.open(args.index) as index:
+        result = tune_fusion(index, args.dataset, split=args.split, test_split=args.test_split)
+        for warning in result.warnings:
+            emit(f"warning: {warning}", err=True)
+        chosen, default = result.chosen, result.default
+        emit(
+            f"train ({chosen.provenance['queries']} queries, split {args.split}): nDCG@10 "
+            f"{result.train['default']['nDCG@10']:.4f} with the default "
+            f"({default.method}, weights {list(default.weights)}, {default.candidate_k} "
+            f"candidates), {result.train['chosen']['nDCG@10']:.4f} with the best of "
+            f"{len(result.grid)} settings: {chosen.method}, weights {list(chosen.weights)}, "
+            f"{chosen.candidate_k} candidates"
+        )
+        if result.test is not None:
+            emit(f"test split {args.test_split} (never used to choose): tuned against default")
+            emit_text(render_comparison(result.test))
+        if args.dry_run:
+            emit("--dry-run: the index was not changed")
+            return 0
+        IndexWriter(index).set_search_settings(fusion=chosen)
+        emit(
+            f"wrote the fusion into {args.index} as a new version (rag rollback undoes it); "
+            "rag search, the tools and MCP use it"
+        )
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     common = global_options()
     parser = argparse.ArgumentParser(
@@ -229,6 +261,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_model_arguments(build)
     build.add_argument("--no-vector", action="store_true", help="build the BM25 half only")
+    build.add_argument(
+        "--context",
+        action="store_true",
+        help="BM25 and the embedder see each chunk's title and heading path (stored text "
+        "unchanged)",
+    )
     build.add_argument(
         "--keep-versions",
         type=int,
@@ -319,6 +357,20 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--seed", type=int, default=42)
     compare.add_argument("--out", default="compare-out", help="output directory")
     compare.set_defaults(func=_cmd_compare)
+
+    tune = command(
+        "tune", "choose the hybrid fusion on judged queries and write it as a new version"
+    )
+    tune.add_argument("index")
+    tune.add_argument(
+        "--dataset", required=True, help="folder with queries.jsonl and qrels/<split>.tsv"
+    )
+    tune.add_argument("--split", default="train", help="the judgements the choice is made on")
+    tune.add_argument(
+        "--test-split", default="test", help="judgements the gain is reported on (if present)"
+    )
+    tune.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    tune.set_defaults(func=_cmd_tune)
 
     info = command("info", "describe an index")
     info.add_argument("index")

@@ -49,6 +49,13 @@ DEFAULT_CANDIDATE_K = 1000
 """Hits each retriever contributes before fusion (tuned on SciFact train)."""
 
 
+class _Unset:
+    """The type of :data:`_UNSET`: an argument not given (``None`` means something)."""
+
+
+_UNSET = _Unset()
+
+
 class HybridRetriever(BaseRetriever):
     """Fuse the rankings of several retrievers.
 
@@ -108,11 +115,21 @@ class HybridRetriever(BaseRetriever):
         cls,
         index: Index,
         *,
-        weights: Sequence[float] | None = DEFAULT_WEIGHTS,
-        fusion: FusionMethod = DEFAULT_FUSION,
+        weights: Sequence[float] | _Unset | None = _UNSET,
+        fusion: FusionMethod | _Unset = _UNSET,
         **options: object,
     ) -> HybridRetriever:
-        """BM25 + vector over one index (or whichever half it has) with tuned defaults."""
+        """BM25 + vector over one index (or whichever half it has) with tuned defaults: the
+        fusion ``rag tune`` wrote into the index (``index.settings.fusion``) when it has one,
+        else :data:`DEFAULT_FUSION`, :data:`DEFAULT_WEIGHTS` and :data:`DEFAULT_CANDIDATE_K`.
+        Arguments given win over both (``weights=None``: equal weights)."""
+        tuned = index.settings.fusion
+        if tuned is not None:
+            options = {"candidate_k": tuned.candidate_k, "rrf_k": tuned.rrf_k, **options}
+        if isinstance(weights, _Unset):
+            weights = DEFAULT_WEIGHTS if tuned is None else tuned.weights
+        if isinstance(fusion, _Unset):
+            fusion = DEFAULT_FUSION if tuned is None else tuned.method
         retrievers: list[Ranker] = []
         if index.bm25 is not None:
             retrievers.append(KeywordRetriever(index))

@@ -46,7 +46,7 @@ _INDEX_KINDS: dict[str, type[IndexRetriever]] = {
 _OPTIONS = ("k", "min_score", "expand")
 _HYBRID_OPTIONS = ("weights", "fusion", "rrf_k", "candidate_k")
 _KEYS = {
-    "keyword": ("kind", "index", *_OPTIONS),
+    "keyword": ("kind", "index", *_OPTIONS, "rm3"),
     "vector": ("kind", "index", *_OPTIONS),
     "hybrid": ("kind", "retrievers", *_OPTIONS, *_HYBRID_OPTIONS),
 }
@@ -71,7 +71,10 @@ def retriever_config(retriever: Any) -> dict[str, Any]:
         if not isinstance(path, Path):
             msg = f"the {kind} retriever's index has no directory; save it (Index.save) first"
             raise ConfigError(msg)
-        return {"kind": kind, "index": str(path), **common}
+        extra = {}
+        if isinstance(retriever, KeywordRetriever) and retriever.rm3 is not None:
+            extra["rm3"] = retriever.rm3.to_dict()
+        return {"kind": kind, "index": str(path), **common, **extra}
     if type(retriever) is HybridRetriever:
         if retriever.reranker is not None:
             msg = (
@@ -117,6 +120,8 @@ def _build(config: Any, where: str, opened: dict[str, Index]) -> BaseRetriever:
         msg = f"{where}: unknown {kind} retriever settings {unknown}; known: {list(_KEYS[kind])}"
         raise ConfigError(msg)
     options = {key: config[key] for key in _OPTIONS if config.get(key) is not None}
+    if kind == "keyword" and config.get("rm3") is not None:
+        options["rm3"] = config["rm3"]
     if kind == "hybrid":
         inner = config.get("retrievers")
         if not isinstance(inner, list) or not inner:

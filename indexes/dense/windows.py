@@ -84,9 +84,14 @@ class WindowedVectorIndex:
         kind: VectorKind,
         window: int,
         overlap: int,
+        headers: Sequence[str] | None = None,
     ) -> WindowedVectorIndex:
-        """Embed the windows of ``texts`` (one chunk each) with ``embed`` and index them."""
+        """Embed the windows of ``texts`` (one chunk each) with ``embed`` and index them;
+        ``headers[i]`` (e.g. a context header) is put before every window of text ``i``, so
+        each window is embedded with its chunk's context, and windows are cut as without."""
         windows, owners = split_windows(texts, window, overlap)
+        if headers is not None and any(headers):
+            windows = [headers[o] + w for o, w in zip(owners.tolist(), windows, strict=True)]
         vectors = VectorIndex(dim, kind=kind)
         vectors.add(np.arange(len(windows), dtype=np.int64), embed(windows))
         return cls(vectors, owners if len(windows) != len(texts) else None, len(texts))

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +32,8 @@ logger = logging.getLogger(__name__)
 
 QueryTerms = tuple[list[int], Sequence[float]]
 """A query's distinct known term ids (ascending) and the weight of each: its count in the
-query, saturated by ``k3`` (:func:`indexes.keyword._math.query_term_weight`)."""
+query, saturated by ``k3`` (:func:`indexes.keyword._math.query_term_weight`), or the weight
+given with it (:func:`weighted_terms`)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,34 @@ def query_terms(
     if len(ids) < len(tokens) and k3 != math.inf:  # some term repeats
         weights = [query_term_weight(c, k3) for c in weights]
     return ids, weights
+
+
+def weighted_terms(weights: Mapping[str, float], vocab: dict[str, int], n_terms: int) -> QueryTerms:
+    """Map a weighted query (term → weight) to known term ids and their weights.
+
+    A weight multiplies its term's BM25 contribution, as a boost does in Lucene
+    (``BoostQuery``): what query expansion (:mod:`indexes.keyword.rm3`) needs. Unknown
+    terms and terms of weight 0 are dropped (they add nothing to any row).
+
+    Raises:
+        ConfigError: a weight that is not a finite number ``>= 0``.
+    """
+    get = vocab.get
+    known: dict[int, float] = {}
+    for token, weight in weights.items():
+        number = isinstance(weight, numbers.Real) and not isinstance(weight, bool)
+        value = float(weight) if number else math.nan
+        if not (math.isfinite(value) and value >= 0.0):
+            msg = (
+                f"query term {token!r} has weight {weight!r}; weights of a weighted BM25 "
+                "query must be finite numbers >= 0"
+            )
+            raise ConfigError(msg)
+        term = get(token)
+        if term is not None and term < n_terms and value > 0.0:
+            known[term] = value
+    ids = sorted(known)
+    return ids, [known[i] for i in ids]
 
 
 _GATHER = 1 << 16

@@ -72,12 +72,22 @@ from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
-__all__ = ["DEFAULT_PARAMS", "DEFAULT_VARIANT", "VARIANT_DEFAULTS", "BM25Index", "Variant"]
+__all__ = [
+    "DEFAULT_PARAMS",
+    "DEFAULT_VARIANT",
+    "VARIANT_DEFAULTS",
+    "BM25Index",
+    "Query",
+    "Variant",
+]
 
 logger = logging.getLogger(__name__)
 
-Query = str | Sequence[str]
-"""A query: text (tokenized with the index's tokenizer) or an already tokenized list."""
+Query = str | Sequence[str] | Mapping[str, float]
+"""A query: text (tokenized with the index's tokenizer), an already tokenized list, or a
+weighted query mapping index terms (tokens as the tokenizer gives them) to weights ``>= 0``.
+A weight multiplies the term's BM25 contribution, as a Lucene ``BoostQuery`` does; ``k3``
+does not apply to a weighted query (its weights are taken as given)."""
 
 Allow = np.ndarray | Sequence[int] | Sequence[bool]
 """A boolean mask over all rows, or a collection of allowed row ids (see
@@ -335,8 +345,19 @@ class BM25Index:
         return snap
 
     def _terms(self, query: Query, snap: q.Snapshot) -> q.QueryTerms:
+        if isinstance(query, Mapping):
+            return q.weighted_terms(query, self._corpus.vocab, snap.postings.n_terms)
         tokens = self._as_tokens(query, "query")
         return q.query_terms(tokens, self._corpus.vocab, snap.postings.n_terms, self.k3)
+
+    def document_frequencies(self, terms: Sequence[str]) -> np.ndarray:
+        """How many live rows contain each of ``terms`` (int64; 0 for an unknown term): what
+        pseudo-relevance feedback reads to leave out terms common in the collection."""
+        snap = self._snapshot()
+        df = np.diff(snap.postings.indptr)
+        get, n_terms = self._corpus.vocab.get, snap.postings.n_terms
+        ids = [get(term, n_terms) for term in terms]
+        return np.array([int(df[i]) if i < n_terms else 0 for i in ids], np.int64)
 
     def _as_tokens(self, item: object, what: str) -> Sequence[str]:
         # Cheapest checks first: isinstance against the pydantic Chunk class is slow.

@@ -35,7 +35,8 @@ version writes new segments and records deletions (:mod:`indexes.store.segments`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,8 +45,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.keyword._math import Postings, Vocabulary, compute_idf, compute_weights
-from ragtools.indexes.keyword._query import Snapshot, query_terms, search_one
-from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.keyword._query import Snapshot, query_terms, search_one, weighted_terms
+from ragtools.indexes.keyword.bm25 import BM25Index, Query
 from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
@@ -100,6 +101,15 @@ class GlobalStats:
         terms = sorted(totals)
         df_sorted = np.fromiter((totals[t] for t in terms), np.int64, len(terms))
         return cls(n_live, total_len, terms, df_sorted)
+
+    def document_frequencies(self, terms: Sequence[str]) -> Ints:
+        """The document frequency of each of ``terms`` (0 for a term no live row has)."""
+        out = np.zeros(len(terms), np.int64)
+        for i, term in enumerate(terms):
+            at = bisect.bisect_left(self.terms, term)  # terms are sorted
+            if at < len(self.terms) and self.terms[at] == term:
+                out[i] = self.df[at]
+        return out
 
     def idf(self, *, variant: Any, epsilon: float) -> tuple[np.ndarray, bool, int]:
         """:func:`~indexes.keyword._math.compute_idf` over every term, in the global order."""
@@ -168,12 +178,20 @@ class SegmentScorer:
         self._dead = np.asarray(corpus.deleted, dtype=np.bool_) | deleted
         self._collection = collection
 
-    def search(self, tokens: Sequence[str], k: int, allow: Mask | None) -> Ranking:
+    def search(self, query: Query, k: int, allow: Mask | None) -> Ranking:
         """The ``k`` best allowed live rows containing a query term (score descending,
-        then row), scored as one index over the collection's live rows would score them."""
+        then row), scored as one index over the collection's live rows would score them.
+
+        ``query`` is tokens, or weighted terms (:data:`~indexes.keyword.bm25.Query`); a string
+        is tokenized by the caller.
+        """
         collection = self._collection
         terms = collection.stats.terms
-        ids, counts = query_terms(tokens, collection.vocab, len(terms), collection.k3)
+        if isinstance(query, Mapping):
+            ids, counts = weighted_terms(query, collection.vocab, len(terms))
+        else:
+            tokens = [query] if isinstance(query, str) else query
+            ids, counts = query_terms(tokens, collection.vocab, len(terms), collection.k3)
         if not ids:
             return Ranking.empty()
         get, bounds, postings = self._local.get, self._bounds, self._postings

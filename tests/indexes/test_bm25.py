@@ -352,8 +352,10 @@ def test_text_chunks_and_token_lists_can_be_mixed() -> None:
     np.testing.assert_array_equal(index.get_scores("running"), index.get_scores(["run"]))
     with pytest.raises(ConfigError, match="cannot use a int"):
         index.add([42])  # type: ignore[list-item]
-    with pytest.raises(ConfigError, match="cannot use a dict"):
-        index.search({"q": 1})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="cannot use a set"):
+        index.search({"q"})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="'q' has weight 'high'"):
+        index.search({"q": "high"})  # type: ignore[dict-item]
 
 
 def test_empty_index_empty_query_and_oov() -> None:

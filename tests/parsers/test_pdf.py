@@ -133,6 +133,17 @@ def test_geotopo_all_pages_and_ligatures(pdf_dir: Path) -> None:
     assert "Auflage" in text
     assert not any(lig in text for lig in "ﬀﬁﬂﬃﬄ")
     assert docs[0].metadata["title"] == "Geometrie und Topologie"
+    # The outline (bookmarks): each page carries the path of the last entry started by it.
+    assert docs[0].metadata["headings"] == []
+    assert docs[6].metadata["headings"] == [
+        "1 Topologische Grundbegriffe",
+        "1.1 Topologische Räume",
+    ]
+    assert docs[10].metadata["headings"][-1] == "1.2 Metrische Räume"
+
+
+def test_a_pdf_without_outline_has_no_headings(pdf_dir: Path) -> None:
+    assert "headings" not in parsers.load(pdf_dir / "google-doc-document.pdf")[0].metadata
 
 
 def test_format_pages() -> None:

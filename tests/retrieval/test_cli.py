@@ -439,3 +439,25 @@ def test_bad_settings_are_one_line_naming_the_setting_and_value(tmp_path: Path) 
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "chunk_size: Input should be greater than or equal to 1 (got 0)" in proc.stderr
     assert "pydantic" not in proc.stderr
+
+
+def test_build_with_context_keeps_stored_text(docs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ctx"
+    rag("build", str(docs), "--out", str(out), "--no-vector", "--context")
+    with Index.open(out) as index:
+        assert index.settings.context
+        tides = next(c for c in index.chunks if c.metadata["source"] == "tides.md")
+        assert tides.text.startswith("# Tides")  # the stored text is the file's
+    proc = rag("search", str(out), "tides", "--mode", "keyword", "--json")
+    assert json.loads(proc.stdout)[0]["chunk"]["text"] == tides.text
+    differs = rag("build", str(docs), "--out", str(out), "--no-vector", check=False)
+    assert differs.returncode != 0 and "context True (asked: False)" in differs.stderr
+
+
+def test_tune_refuses_an_index_without_the_vector_half(keyword_index: Path, tmp_path: Path) -> None:
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "tides"}\n')
+    (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\ttides.md\t1\n")
+    proc = rag("tune", str(keyword_index), "--dataset", str(tmp_path), check=False)
+    assert proc.returncode != 0
+    assert "no vector half (built with --no-vector)" in proc.stderr

@@ -539,6 +539,7 @@ def test_retriever_settings_round_trip_and_refuse_unknown_keys(tagged_index: Ind
 
     for retriever in (
         KeywordRetriever(tagged_index, k=3),
+        KeywordRetriever(tagged_index, k=3, rm3={"fb_docs": 2, "max_df_ratio": 1.0}),
         HybridRetriever.from_index(tagged_index, k=4, fusion="rrf", candidate_k=50),
     ):
         config = retriever_config(retriever)
