@@ -11,7 +11,8 @@
   ``{"name", "description", "parameters"}`` and ``{"type": "function", "function": ...}``.
   ``parameters`` is ``tool_call_schema``'s JSON schema with local ``$ref`` s inlined (non-
   recursive ones), ``$defs`` dropped when nothing refers to them any more, and pydantic's
-  ``title`` keys removed (a property *named* ``title`` is kept), as LangChain does. A plain
+  ``title`` keys removed (a property *named* ``title`` is kept), as LangChain does; a
+  :class:`Tool` without ``args_schema`` takes LangChain's one string ``__arg1``. A plain
   function is read as LangChain reads one: its Google-style docstring gives the description
   (the summary) and the argument descriptions (``Args:``), leniently. ``strict=True`` (or a
   tool built with ``strict=True``) gives OpenAI's strict form: ``"strict": true``, and every
@@ -30,6 +31,7 @@ from typing import Any
 
 from ragtools.retrieval.tools.base import BaseTool
 from ragtools.retrieval.tools.schema import model_facing_parameters
+from ragtools.retrieval.tools.simple import Tool
 from ragtools.retrieval.tools.structured import StructuredTool
 
 __all__ = [
@@ -70,21 +72,35 @@ def convert_to_openai_function(
     """``{"name", "description", "parameters"}`` for OpenAI function calling.
 
     Args:
-        tool: a tool, or a documented function (its Google-style docstring is parsed).
+        tool: a tool (ours, or LangChain's: read through its ``tool_call_schema``), or a
+            documented function (its Google-style docstring is parsed).
         strict: OpenAI's strict mode (see the module docstring); default: the tool's
             ``strict`` setting, and no ``strict`` key when that is off.
     """
-    if not isinstance(tool, BaseTool):
-        tool = StructuredTool.from_function(
+    described: Any = tool  # ours, or LangChain's (untyped here)
+    if isinstance(tool, BaseTool):
+        schema = tool.tool_call_json_schema()
+    elif _is_langchain_tool(tool):
+        call_schema = described.tool_call_schema
+        is_dict = isinstance(call_schema, dict)
+        schema = copy.deepcopy(call_schema) if is_dict else call_schema.model_json_schema()
+    else:
+        described = StructuredTool.from_function(
             tool, parse_docstring=True, error_on_invalid_docstring=False
         )
-    schema = tool.tool_call_json_schema()
+        schema = described.tool_call_json_schema()
     schema.pop("title", None)
     schema.pop("description", None)
     parameters = _remove_titles(_inline_refs(schema))
-    if strict is None and tool.strict:
+    if isinstance(tool, Tool) and tool.args_schema is None:  # LangChain's single string
+        parameters = {
+            "properties": {"__arg1": {"title": "__arg1", "type": "string"}},
+            "required": ["__arg1"],
+            "type": "object",
+        }
+    if strict is None and getattr(described, "strict", None) is True:
         strict = True
-    function: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    function: dict[str, Any] = {"name": described.name, "description": described.description}
     function["parameters"] = _close_objects(parameters) if strict else parameters
     if strict is not None:
         function["strict"] = strict
@@ -96,6 +112,15 @@ def convert_to_openai_tool(
 ) -> dict[str, Any]:
     """``{"type": "function", "function": {...}}`` for OpenAI tool calling."""
     return {"type": "function", "function": convert_to_openai_function(tool, strict=strict)}
+
+
+def _is_langchain_tool(value: object) -> bool:
+    """A ``langchain_core.tools.BaseTool`` (by class name along the MRO, without importing
+    LangChain), as ``bind_tools`` users hand to ``convert_to_openai_tool``."""
+    return any(
+        base.__name__ == "BaseTool" and base.__module__.startswith("langchain_core")
+        for base in type(value).__mro__
+    )
 
 
 def _close_objects(node: Any) -> Any:

@@ -40,6 +40,7 @@ import functools
 import inspect
 import logging
 import re
+import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -173,10 +174,7 @@ def injected_parameters(func: Callable[..., Any] | None) -> dict[str, bool]:
     """
     if func is None:
         return {}
-    try:
-        hints = _type_hints(func)
-    except ConfigError:
-        return {}
+    hints = _resolvable_hints(_hint_target(func))
     try:  # a partial's bound arguments are not in its signature, and are not injected
         bound = set(hints) - set(inspect.signature(func).parameters)
     except (TypeError, ValueError):
@@ -263,8 +261,11 @@ def _hint_target(func: Callable[..., Any]) -> Any:
     wrapped = getattr(func, "__wrapped__", None)
     if callable(wrapped):  # a decorator's wrapper (functools.wraps): the original's hints
         return _hint_target(inspect.unwrap(func))
-    if inspect.isclass(func):
-        return func.__init__
+    if inspect.isclass(func):  # what calling the class runs: a metaclass __call__, else
+        # an overridden __new__, else __init__ (the signature inspect.signature reports)
+        if type(func).__call__ is not type.__call__:
+            return type(func).__call__
+        return func.__new__ if func.__new__ is not object.__new__ else func.__init__
     if inspect.isfunction(func) or inspect.ismethod(func):
         return func
     return getattr(func, "__call__", func)  # noqa: B004 (callable objects)
@@ -289,6 +290,26 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
             "module level (not inside a function) or pass args_schema="
         )
         raise ConfigError(msg) from exc
+
+
+def _resolvable_hints(target: Any) -> dict[str, Any]:
+    """``target``'s type hints; when one cannot be resolved (a forward reference to a name
+    that does not exist), each of the others still is, so one bad hint does not hide an
+    injected sibling, as in LangChain."""
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except (NameError, TypeError):
+        pass
+    annotations = getattr(target, "__annotations__", None) or {}
+    scope = getattr(inspect.unwrap(target), "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, annotation in annotations.items():
+        single = types.SimpleNamespace(__annotations__={name: annotation})
+        try:
+            hints.update(typing.get_type_hints(single, globalns=scope, include_extras=True))
+        except (NameError, TypeError):
+            logger.debug("type hint %r of %r is unresolvable; skipped", name, target)
+    return hints
 
 
 def _parse_docstring(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pickle
 import threading
 from typing import Annotated, Any
 
@@ -20,7 +21,12 @@ from ragtools.retrieval.tools import (
     ToolMessage,
     make_tool_call,
 )
+from ragtools.retrieval.tools.exceptions import SchemaAnnotationError
 from ragtools.retrieval.tools.output import ToolOutput
+
+
+class Query(BaseModel):
+    query: str
 
 
 class Multiply(BaseTool):
@@ -335,13 +341,7 @@ def test_simple_tool_single_input() -> None:
     tool = Tool(name="shout", func=str.upper, description="Upper-case text.")
     assert tool.invoke("hi") == "HI"
     assert tool.invoke({"anything": "hi"}) == "HI"
-    assert tool.args == {
-        "tool_input": {
-            "description": "The input of the tool.",
-            "title": "Tool Input",
-            "type": "string",
-        }
-    }
+    assert tool.args == {"tool_input": {"type": "string"}}  # LangChain's Tool.args
     assert asyncio.run(tool.ainvoke("yo")) == "YO"
 
 
@@ -353,8 +353,9 @@ def test_simple_tool_rejects_two_arguments() -> None:
     message = tool.invoke(make_tool_call("shout", {"a": "x", "b": "y"}))
     assert message.status == "error"
     assert "StructuredTool" in message.content
-    with pytest.raises(ConfigError, match=r"needs \['a', 'b'\].*StructuredTool"):
-        Tool(name="add", func=_sum, description="Add.")
+    adder = Tool(name="add", func=_sum, description="Add.")  # accepted, as in LangChain
+    with pytest.raises(ToolException, match="StructuredTool"):  # and fails at the call
+        adder.invoke({"a": 1, "b": 2})
 
 
 def test_simple_tool_from_function_with_coroutine_only() -> None:
@@ -362,8 +363,11 @@ def test_simple_tool_from_function_with_coroutine_only() -> None:
         return text * 2
 
     tool = Tool.from_function(None, name="echo", description="Echo.", coroutine=echo)
-    assert tool.invoke("ab") == "abab"
     assert asyncio.run(tool.ainvoke("ab")) == "abab"
+    with pytest.raises(NotImplementedError, match="sync_over_async"):  # as in LangChain
+        tool.invoke("ab")
+    tool.sync_over_async = True
+    assert tool.invoke("ab") == "abab"
 
 
 def test_parse_input_gives_what_run_would_get_without_running() -> None:
@@ -385,3 +389,26 @@ def test_parse_input_gives_what_run_would_get_without_running() -> None:
     with pytest.raises(ValidationError, match="tenant"):
         scoped_tool.parse_input({"query": "q"})
     assert runs == []
+
+
+def test_args_schema_annotated_as_an_instance_is_refused_at_class_creation() -> None:
+    with pytest.raises(SchemaAnnotationError, match="type\\[BaseModel\\]") as caught:
+
+        class Misannotated(BaseTool):
+            name: str = "m"
+            args_schema: BaseModel = Query  # type: ignore[assignment]
+
+            def _run(self, query: str) -> str:  # type: ignore[override]
+                return query
+
+    assert isinstance(caught.value, TypeError)  # LangChain's kind
+    assert isinstance(caught.value, ConfigError)  # ours: a construction mistake
+
+
+def test_tool_pickles_after_its_schemas_were_built() -> None:
+    tool = Multiply()
+    schema = tool.tool_call_schema  # fills the memo with classes built at run time
+    restored = pickle.loads(pickle.dumps(tool))
+    assert restored.tool_call_json_schema() == tool.tool_call_json_schema()
+    assert restored.invoke({"a": 3}) == tool.invoke({"a": 3})
+    assert tool.tool_call_schema is schema  # pickling left the live memo alone
