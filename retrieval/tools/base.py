@@ -49,7 +49,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, TypeVar, cast
 
 from pydantic import (
     BaseModel,
@@ -152,6 +152,11 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             ``handle_validation_error`` decides) and export the schema with
             ``additionalProperties: false``, as OpenAI's ``strict`` function calling
             expects. Default False: unknown keys are dropped, as LangChain drops them.
+        validate_inferred_args: for a subclass without ``args_schema``, validate a dict
+            input against the schema inferred from ``_run`` (lax coercion such as ``"4"`` to
+            ``4``, defaults, errors through ``handle_validation_error``). Default False: the
+            dict reaches ``_run`` as it is (injected values filled in), as in LangChain, so a
+            missing or unknown key is ``_run``'s ``TypeError``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -167,8 +172,11 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     metadata: dict[str, Any] | None = None
     timeout: float | None = None
     strict: bool = False
+    validate_inferred_args: bool = False
 
     _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
+    _validates_inferred: ClassVar[bool] = False
+    """Whether a schema this class infers always validates (its own inference, not _run's)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Refuse ``args_schema: BaseModel`` (an instance type, where the class is meant)."""
@@ -547,6 +555,9 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             injected,
             strict=self.strict,
             unlisted=self._unlisted_injected(schema),
+            validate=self.args_schema is not None
+            or self.validate_inferred_args
+            or self._validates_inferred,
         )
 
     def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
@@ -641,6 +652,7 @@ class FunctionBackedTool(BaseTool):
     func: Annotated[Callable[..., Any] | None, _JsonCallable] = None
     coroutine: Annotated[Callable[..., Awaitable[Any]] | None, _JsonCallable] = None
     sync_over_async: bool = False
+    _validates_inferred: ClassVar[bool] = True
 
     def _await_in_sync(self, make: Callable[[], Awaitable[_T]]) -> _T:
         """``await make()`` from sync code when ``sync_over_async`` allows it."""

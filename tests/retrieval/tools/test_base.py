@@ -74,8 +74,23 @@ def test_subclass_schema_inferred_from_run() -> None:
         "b": {"default": 2, "title": "B", "type": "integer"},
     }
     assert tool.invoke({"a": 3}) == 6
-    assert tool.invoke({"a": "3", "b": "5"}) == 15
     assert tool.invoke("4") == 8  # a plain string fills the only required field
+    # a dict reaches _run as it is, as in LangChain: no coercion, _run's own TypeError
+    assert tool.invoke({"a": "3", "b": 2}) == "33"
+    with pytest.raises(TypeError, match="'c'"):
+        tool.invoke({"a": 3, "c": 1})
+    with pytest.raises(TypeError, match="'a'"):
+        tool.invoke({"b": 3})
+
+
+def test_subclass_validating_its_inferred_schema_is_the_option() -> None:
+    tool = Multiply(validate_inferred_args=True)
+    assert tool.invoke({"a": "3", "b": "5"}) == 15  # coerced
+    assert tool.invoke({"a": 3, "c": 1}) == 6  # an unknown key dropped
+    with pytest.raises(ValidationError):
+        tool.invoke({"b": 3})
+    tool.handle_validation_error = True
+    assert tool.invoke({"b": 3}) == "Tool input validation error"
 
 
 def test_string_input_with_several_fields_is_a_tool_error() -> None:
@@ -287,7 +302,7 @@ def test_json_schema_dict_args_schema() -> None:
 
 
 def test_batch_keeps_order_and_can_return_exceptions() -> None:
-    tool = Multiply()
+    tool = Multiply(validate_inferred_args=True)
     assert tool.batch([{"a": i} for i in range(7)], {"max_concurrency": 3}) == [
         0,
         2,
@@ -307,7 +322,7 @@ def test_batch_keeps_order_and_can_return_exceptions() -> None:
 
 
 def test_abatch_keeps_order() -> None:
-    tool = Multiply()
+    tool = Multiply(validate_inferred_args=True)
     assert asyncio.run(tool.abatch([{"a": 3}, {"a": 1}, {"a": 2}], {"max_concurrency": 2})) == [
         6,
         2,

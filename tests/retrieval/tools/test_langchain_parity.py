@@ -496,3 +496,20 @@ def test_convert_to_openai_tool_takes_a_langchain_tool() -> None:
         return a + b
 
     assert rt.convert_to_openai_tool(add) == lc_fc.convert_to_openai_tool(add)
+
+
+@both
+def test_subclass_without_args_schema_gets_the_dict_unvalidated(impl: Any) -> None:
+    class Repeat(impl.BaseTool):  # type: ignore[misc,name-defined]
+        name: str = "repeat"
+        description: str = "Repeat a text."
+
+        def _run(self, text: Any, times: Any = 2) -> Any:
+            return text * times
+
+    assert Repeat().invoke({"text": "ab", "times": 3}) == "ababab"
+    assert Repeat().invoke({"text": 3, "times": "2"}) == "222"  # no coercion
+    with pytest.raises(TypeError):
+        Repeat().invoke({"times": 3})  # _run's own error, not a validation error
+    with pytest.raises(TypeError):
+        Repeat().invoke({"text": "a", "other": 1})
