@@ -19,14 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ragtools.indexes.index import Index
-from ragtools.indexes.testing import FakeEmbedder
-from ragtools.parsers import Document
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.integrations import to_langchain_retriever, to_llamaindex_retriever
 from ragtools.retrieval.integrations._hits import hit_metadata
@@ -40,24 +36,11 @@ from langchain_tests.integration_tests import (
 from langchain_tests.unit_tests import ToolsUnitTests
 
 from ragtools.retrieval.integrations.langchain import to_langchain_tool
+from tests.retrieval import test_framework_retrievers as frameworks
 
-TOPICS = ["volcano lava eruption", "glacier ice melting", "desert sand dunes", "coral reef fish"]
-QUERY = "lava eruption near the glacier ice"
-
-
-@pytest.fixture(scope="module")
-def hybrid(tmp_path_factory: pytest.TempPathFactory) -> HybridRetriever:
-    docs = [
-        Document(
-            id=f"doc{i:02d}",
-            text=f"Report {i} on the {TOPICS[i % 4]}. Observed {TOPICS[(i + 1) % 4]} too.",
-            metadata={"source": f"r{i % 3}.pdf", "page": i + 1},
-        )
-        for i in range(12)
-    ]
-    root: Path = tmp_path_factory.mktemp("standard") / "index"
-    index = Index.from_documents(docs, root, embedder=FakeEmbedder(dim=48), chunk_size=300)
-    return HybridRetriever.from_index(index, k=5)
+QUERY = frameworks.QUERY
+index = frameworks.index  # the same corpus and retriever fixtures as the adapters' own tests
+hybrid = frameworks.hybrid
 
 
 def multiply(a: int, b: int) -> int:
@@ -133,16 +116,10 @@ class TestRetrieverToolIntegration(_RetrieverTool, ToolsIntegrationTests):
     pass
 
 
-class _AdaptedRetrieverTool(_WithRetriever):
+class _AdaptedRetrieverTool(_RetrieverTool):
     @property
     def tool_constructor(self) -> Any:
-        return to_langchain_tool(
-            create_retriever_tool(self.retriever, "search_reports", "Search the reports.")
-        )
-
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {"query": QUERY}
+        return to_langchain_tool(super().tool_constructor())
 
 
 class TestLangChainToolUnit(_AdaptedRetrieverTool, ToolsUnitTests):
