@@ -17,7 +17,12 @@
   (the summary) and the argument descriptions (``Args:``), leniently. ``strict=True`` (or a
   tool built with ``strict=True``) gives OpenAI's strict form: ``"strict": true``, and every
   object closed (``additionalProperties: false``) with all its properties required, at every
-  level, as LangChain's ``convert_to_openai_function(..., strict=True)``.
+  level, as LangChain's ``convert_to_openai_function(..., strict=True)``. Schemas that are
+  not tools are taken as LangChain's converter takes them: pydantic model classes (v2, v1),
+  ``TypedDict`` s (``Annotated[T, default, "description"]`` fields, docstring ``Args:``),
+  and dicts in OpenAI's, Anthropic's or Bedrock's format or a JSON schema with a ``title``;
+  OpenAI's built-in tool dicts (``{"type": "file_search", ...}``) pass through
+  ``convert_to_openai_tool`` unchanged.
 """
 
 from __future__ import annotations
@@ -29,8 +34,13 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pydantic import BaseModel, PydanticInvalidForJsonSchema
+from typing_extensions import is_typeddict
+
+from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.base import BaseTool
-from ragtools.retrieval.tools.schema import model_facing_parameters
+from ragtools.retrieval.tools.pydantic_v1 import is_v1_model
+from ragtools.retrieval.tools.schema import model_facing_parameters, typed_dict_model
 from ragtools.retrieval.tools.simple import Tool
 from ragtools.retrieval.tools.structured import StructuredTool
 
@@ -67,7 +77,7 @@ def render_text_description_and_args(tools: Sequence[BaseTool]) -> str:
 
 
 def convert_to_openai_function(
-    tool: BaseTool | Callable[..., Any], *, strict: bool | None = None
+    tool: BaseTool | Callable[..., Any] | type | dict[str, Any], *, strict: bool | None = None
 ) -> dict[str, Any]:
     """``{"name", "description", "parameters"}`` for OpenAI function calling.
 
@@ -77,6 +87,11 @@ def convert_to_openai_function(
         strict: OpenAI's strict mode (see the module docstring); default: the tool's
             ``strict`` setting, and no ``strict`` key when that is off.
     """
+    given = _described_schema(tool)
+    if given is not None:
+        if strict:
+            given["parameters"] = _close_objects(given.get("parameters", {}))
+        return given if strict is None else {**given, "strict": strict}
     described: Any = tool  # ours, or LangChain's (untyped here)
     if isinstance(tool, BaseTool):
         schema = tool.tool_call_json_schema()
@@ -84,9 +99,9 @@ def convert_to_openai_function(
         call_schema = described.tool_call_schema
         is_dict = isinstance(call_schema, dict)
         schema = copy.deepcopy(call_schema) if is_dict else call_schema.model_json_schema()
-    else:
+    else:  # a function (dicts were read above)
         described = StructuredTool.from_function(
-            tool, parse_docstring=True, error_on_invalid_docstring=False
+            described, parse_docstring=True, error_on_invalid_docstring=False
         )
         schema = described.tool_call_json_schema()
     schema.pop("title", None)
@@ -108,10 +123,96 @@ def convert_to_openai_function(
 
 
 def convert_to_openai_tool(
-    tool: BaseTool | Callable[..., Any], *, strict: bool | None = None
+    tool: BaseTool | Callable[..., Any] | type | dict[str, Any], *, strict: bool | None = None
 ) -> dict[str, Any]:
-    """``{"type": "function", "function": {...}}`` for OpenAI tool calling."""
+    """``{"type": "function", "function": {...}}`` for OpenAI tool calling; an OpenAI
+    built-in tool dict (``{"type": "file_search", ...}``) is returned as it is."""
+    if isinstance(tool, dict) and str(tool.get("type", "")).startswith(_OPENAI_TOOL_TYPES):
+        return tool
     return {"type": "function", "function": convert_to_openai_function(tool, strict=strict)}
+
+
+_OPENAI_TOOL_TYPES = (
+    "function",
+    "file_search",
+    "computer",
+    "code_interpreter",
+    "mcp",
+    "image_generation",
+    "web_search",
+    "tool_search",
+    "apply_patch",
+    "namespace",
+)
+"""OpenAI's own tool kinds (prefixes), passed through as LangChain passes them."""
+
+
+def _described_schema(value: object) -> dict[str, Any] | None:
+    """A schema that is not a tool, read as LangChain reads it: a pydantic model class (v2 or
+    v1) or a ``TypedDict`` (name from the class, description from its docstring), or a dict in
+    OpenAI's, Anthropic's or Bedrock's function format, or a JSON schema with a ``title``.
+    ``None`` for anything else (tools and functions).
+
+    Raises:
+        ConfigError: a dict in none of these formats.
+    """
+    if isinstance(value, dict):
+        return _function_from_dict(value)
+    if is_v1_model(value):
+        schema = copy.deepcopy(value.schema())  # type: ignore[attr-defined]
+    elif isinstance(value, type) and issubclass(value, BaseModel):
+        schema = _json_schema(value, value.model_json_schema)
+    elif isinstance(value, type) and is_typeddict(value):
+        schema = _json_schema(value, typed_dict_model(value).model_json_schema)
+    else:
+        return None
+    name = schema.pop("title", getattr(value, "__name__", ""))
+    description = schema.pop("description", "")
+    return {
+        "name": name,
+        "description": description,
+        "parameters": _remove_titles(_inline_refs(schema)),
+    }
+
+
+def _json_schema(value: type, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``make()``; pydantic's "no JSON schema for this type" error names the class."""
+    try:
+        return make()
+    except PydanticInvalidForJsonSchema as exc:
+        msg = (
+            f"Failed to generate a JSON schema for {value.__name__}: a field's type is not "
+            "JSON-serializable; tool argument types must be JSON-serializable (built-in "
+            f"types, Pydantic models, TypedDicts). {exc}"
+        )
+        raise PydanticInvalidForJsonSchema(msg) from exc
+
+
+def _function_from_dict(value: dict[str, Any]) -> dict[str, Any]:
+    if "name" in value and "input_schema" in value:  # Anthropic
+        found = {"name": value["name"], "parameters": value["input_schema"]}
+        return found | ({"description": value["description"]} if "description" in value else {})
+    if "toolSpec" in value:  # Amazon Bedrock Converse
+        spec = value["toolSpec"]
+        found = {"name": spec["name"], "parameters": spec["inputSchema"]["json"]}
+        return found | ({"description": spec["description"]} if "description" in spec else {})
+    if "name" in value:  # OpenAI's own format
+        keys = ("name", "description", "parameters", "strict")
+        return {key: copy.deepcopy(value[key]) for key in keys if key in value}
+    if "title" in value:  # a JSON schema
+        schema = copy.deepcopy(value)
+        found = {"name": schema.pop("title")}
+        if "description" in schema:
+            found["description"] = schema.pop("description")
+        if schema and "properties" in schema:
+            found["parameters"] = schema
+        return found
+    msg = (
+        f"cannot convert the dict {value!r} to an OpenAI function: a JSON schema must have a "
+        "top-level 'title' key (the function name), or give OpenAI's "
+        "{'name', 'description', 'parameters'} form"
+    )
+    raise ConfigError(msg)
 
 
 def _is_langchain_tool(value: object) -> bool:
@@ -190,12 +291,12 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _remove_titles(node: Any, parent: str = "") -> Any:
+    """``title`` keys removed but a property named ``title``; lists (``anyOf`` branches) are
+    left as they are, as LangChain's ``_rm_titles`` leaves them."""
     if isinstance(node, dict):
         return {
             k: _remove_titles(v, k)
             for k, v in node.items()
             if not (k == "title" and parent != "properties")
         }
-    if isinstance(node, list):
-        return [_remove_titles(item) for item in node]
     return node

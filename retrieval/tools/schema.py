@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import docstring_parser
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
@@ -65,6 +66,7 @@ __all__ = [
     "injected_parameters",
     "model_facing_parameters",
     "subset_model",
+    "typed_dict_model",
 ]
 
 logger = logging.getLogger(__name__)
@@ -155,6 +157,50 @@ def create_schema_from_function(
         model_name, __config__=config, __doc__=description, **fields
     )
     return model
+
+
+def typed_dict_model(typed_dict: type) -> type[BaseModel]:
+    """A pydantic model of a ``TypedDict`` (``typing``'s or ``typing_extensions``'), as
+    LangChain reads one: ``Annotated[T, default, "description"]`` fields (``...``: required),
+    argument descriptions from a Google-style docstring, the summary as the model's docstring,
+    nested ``TypedDict`` s converted too. Pydantic itself refuses ``typing.TypedDict`` before
+    Python 3.12, which is why this does not go through ``TypeAdapter``.
+    """
+    hints = typing.get_type_hints(typed_dict, include_extras=True)
+    summary, documented = "", dict[str, str]()
+    if typed_dict.__dict__.get("__doc__"):  # its own (inspect.getdoc would give dict's)
+        summary, documented = _parse_docstring(typed_dict, [], list(hints), strict=False)
+    required = getattr(typed_dict, "__required_keys__", frozenset(hints))
+    fields: dict[str, Any] = {}
+    for name, hint in hints.items():
+        default: Any = ... if name in required else None
+        description = documented.get(name)
+        if typing.get_origin(hint) is typing.Annotated:
+            hint, *extras = typing.get_args(hint)
+            if extras and not isinstance(extras[0], str):
+                default = extras.pop(0)
+            description = next((e for e in extras if isinstance(e, str)), description)
+        fields[name] = (_typed_dicts_as_models(hint), Field(default, description=description))
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        typed_dict.__name__, __doc__=summary or None, **fields
+    )
+    return model
+
+
+def _typed_dicts_as_models(hint: Any) -> Any:
+    """``hint`` with every ``TypedDict`` in it (``list[TD]``, ``TD | None``) made a model."""
+    if isinstance(hint, type) and typing_extensions.is_typeddict(hint):
+        return typed_dict_model(hint)
+    args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if not args or origin is None or origin is typing.Literal:
+        return hint
+    converted = tuple(_typed_dicts_as_models(arg) for arg in args)
+    if converted == args:
+        return hint
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[converted]  # noqa: UP007 (built at run time)
+    return types.GenericAlias(origin, converted)
 
 
 def injected_fields(model: type[BaseModel]) -> dict[str, bool]:

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic.v1 import BaseModel as BaseModelV1
 
 lc_tools = pytest.importorskip("langchain_core.tools")
@@ -513,3 +513,70 @@ def test_subclass_without_args_schema_gets_the_dict_unvalidated(impl: Any) -> No
         Repeat().invoke({"times": 3})  # _run's own error, not a validation error
     with pytest.raises(TypeError):
         Repeat().invoke({"text": "a", "other": 1})
+
+
+class _Pet(BaseModel):
+    """A pet to register."""
+
+    name: str = Field(description="its name")
+    kind: typing.Literal["cat", "dog"] = "cat"
+    owners: list[Query] = Field(default_factory=list)
+
+
+class _PetDict(typing.TypedDict):
+    """A pet to register.
+
+    Args:
+        name: its name
+    """
+
+    name: str
+    age: typing.Annotated[int, 3, "years"]
+
+
+@pytest.mark.parametrize(
+    "described",
+    [
+        _Pet,
+        _PetDict,
+        {"name": "pet", "description": "A pet.", "parameters": {"type": "object"}},
+        {"name": "pet", "input_schema": {"type": "object", "properties": {}}},
+        {"title": "pet", "description": "A pet.", "type": "object", "properties": {}},
+        {"type": "file_search", "vector_store_ids": ["vs1"]},
+    ],
+    ids=["pydantic", "typeddict", "openai", "anthropic", "json-schema", "built-in"],
+)
+def test_convert_to_openai_tool_takes_schemas_as_langchain(described: Any) -> None:
+    assert rt.convert_to_openai_tool(described) == lc_fc.convert_to_openai_tool(described)
+    if described.get("type") == "file_search" if isinstance(described, dict) else False:
+        return  # a built-in tool is no function
+    for strict in (True, False):
+        theirs = lc_fc.convert_to_openai_function(described, strict=strict)
+        assert convert_to_openai_function(described, strict=strict) == theirs
+
+
+class _Owner(typing.TypedDict):
+    name: str
+
+
+class _OwnedPet(typing.TypedDict):
+    """A pet."""
+
+    owners: list[_Owner]
+    vet: Annotated[_Owner | None, None, "its vet"]
+
+
+def test_nested_typed_dicts_become_nested_objects() -> None:
+    # (LangChain 1.8.3 wraps a nested TypedDict in allOf with dict's own docstring)
+    parameters = rt.convert_to_openai_tool(_OwnedPet)["function"]["parameters"]
+    owner = {"properties": {"name": {"type": "string"}}, "required": ["name"], "type": "object"}
+    assert parameters["properties"]["owners"] == {"items": owner, "type": "array"}
+    assert parameters["properties"]["vet"]["description"] == "its vet"
+    assert parameters["required"] == ["owners"]
+
+
+def test_convert_to_openai_tool_refuses_an_untitled_json_schema() -> None:
+    untitled = {"type": "object", "properties": {"a": {"type": "string"}}}
+    for convert in (rt.convert_to_openai_tool, lc_fc.convert_to_openai_tool):
+        with pytest.raises(ValueError, match="must have a top-level 'title' key"):
+            convert(untitled)
