@@ -64,6 +64,7 @@ from pydantic import (
 from ragtools.parsers.errors import ConfigError, ToolInputError
 from ragtools.retrieval.tools.arguments import (
     config_parameter,
+    declares_callbacks,
     is_validation_error,
     parse_arguments,
     split_input,
@@ -673,3 +674,32 @@ class FunctionBackedTool(BaseTool):
 
     def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
         return (self.func, self.coroutine)
+
+    def _call_arguments(self, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """How the validated arguments are passed to the function: all by keyword."""
+        return (), kwargs
+
+    def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
+        return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
+
+    def _config_parameter(self, *, for_async: bool) -> str | None:
+        return config_parameter(self._target(for_async=for_async))
+
+    def _takes_callbacks(self, *, for_async: bool) -> bool:
+        return declares_callbacks(self._target(for_async=for_async))
+
+    def _run(self, **kwargs: Any) -> Any:
+        args, kwargs = self._call_arguments(kwargs)
+        if self.func is not None:
+            return self.func(*args, **kwargs)
+        coroutine = self.coroutine
+        if coroutine is None:
+            msg = f"tool {self.name!r} has neither func nor coroutine"
+            raise ConfigError(msg)
+        return self._await_in_sync(lambda: coroutine(*args, **kwargs))
+
+    async def _arun(self, **kwargs: Any) -> Any:
+        if self.coroutine is None:
+            return await super()._arun(**kwargs)
+        args, kwargs = self._call_arguments(kwargs)
+        return await self.coroutine(*args, **kwargs)

@@ -15,8 +15,6 @@ from typing import Any
 
 from pydantic import BaseModel, create_model
 
-from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.tools.arguments import config_parameter, declares_callbacks
 from ragtools.retrieval.tools.base import ArgsSchema, FunctionBackedTool
 from ragtools.retrieval.tools.exceptions import ToolException
 
@@ -101,27 +99,7 @@ class Tool(FunctionBackedTool):
             raise ToolException(msg)
         return {_INPUT: values[0]}
 
-    def _config_parameter(self, *, for_async: bool) -> str | None:
-        return config_parameter(self._target(for_async=for_async))
-
-    def _takes_callbacks(self, *, for_async: bool) -> bool:
-        return declares_callbacks(self._target(for_async=for_async))
-
-    def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
-        return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
-
-    def _run(self, **kwargs: Any) -> Any:
+    def _call_arguments(self, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The one input goes first, positionally, as LangChain calls a Tool's function."""
         value = kwargs.pop(_INPUT)
-        if self.func is not None:
-            return self.func(value, **kwargs)
-        coroutine = self.coroutine
-        if coroutine is None:
-            msg = f"tool {self.name!r} has neither func nor coroutine"
-            raise ConfigError(msg)
-        return self._await_in_sync(lambda: coroutine(value, **kwargs))
-
-    async def _arun(self, **kwargs: Any) -> Any:
-        if self.coroutine is None:
-            return await super()._arun(**kwargs)
-        value = kwargs.pop(_INPUT)
-        return await self.coroutine(value, **kwargs)
+        return (value,), kwargs

@@ -27,7 +27,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, create_model
 
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.tools.arguments import config_parameter, declares_callbacks
 from ragtools.retrieval.tools.base import ArgsSchema, FunctionBackedTool, ResponseFormat
 from ragtools.retrieval.tools.schema import create_schema_from_function
 
@@ -133,29 +132,6 @@ class StructuredTool(FunctionBackedTool):
             self.name, __config__=ConfigDict(extra="allow"), __doc__=self.description
         )
         return model
-
-    def _config_parameter(self, *, for_async: bool) -> str | None:
-        return config_parameter(self._target(for_async=for_async))
-
-    def _takes_callbacks(self, *, for_async: bool) -> bool:
-        return declares_callbacks(self._target(for_async=for_async))
-
-    def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
-        return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
-
-    def _run(self, **kwargs: Any) -> Any:
-        if self.func is not None:
-            return self.func(**kwargs)
-        coroutine = self.coroutine
-        if coroutine is None:
-            msg = f"tool {self.name!r} has neither func nor coroutine"
-            raise ConfigError(msg)
-        return self._await_in_sync(lambda: coroutine(**kwargs))
-
-    async def _arun(self, **kwargs: Any) -> Any:
-        if self.coroutine is None:
-            return await super()._arun(**kwargs)
-        return await self.coroutine(**kwargs)
 
 
 def _description(
