@@ -76,6 +76,7 @@ def parse_arguments(
     *,
     strict: bool = False,
     unlisted: Mapping[str, bool] | None = None,
+    validate: bool = True,
 ) -> dict[str, Any]:
     """Validate ``tool_input`` against ``schema`` and return ``_run``'s keyword arguments.
 
@@ -88,6 +89,8 @@ def parse_arguments(
         strict: reject keys the schema does not know instead of dropping them.
         unlisted: injected parameters of the function missing from ``schema`` (name to
             "is it the ToolCall id"), passed through unvalidated.
+        validate: ``False`` passes a dict input on as it is, injected values filled in
+            (LangChain's treatment of a ``BaseTool`` subclass without ``args_schema``).
 
     Raises:
         pydantic.ValidationError: invalid arguments, a missing injected value, an unknown key
@@ -123,6 +126,8 @@ def parse_arguments(
             data[name] = _call_id_value(tool, name, call_id, data)
         elif name in injected:
             data[name] = injected[name]
+    if not validate and isinstance(tool_input, dict):
+        return {**data, **passed}
     if strict and schema.model_config.get("extra") != "allow":
         _forbid_extra(schema, data)
     instance = schema.model_validate(data)

@@ -44,24 +44,40 @@ is also callable as a function, which is how LangGraph's ``ToolNode`` takes it a
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, PrivateAttr, SkipValidation
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PlainSerializer,
+    PrivateAttr,
+    RootModel,
+    SkipValidation,
+    create_model,
+)
 
 from ragtools.parsers.errors import ConfigError, ToolInputError
 from ragtools.retrieval.tools.arguments import (
     config_parameter,
+    declares_callbacks,
     is_validation_error,
     parse_arguments,
     split_input,
 )
-from ragtools.retrieval.tools.concurrency import acall_with_timeout, call_with_timeout, in_thread
+from ragtools.retrieval.tools.concurrency import (
+    acall_with_timeout,
+    call_with_timeout,
+    in_thread,
+    run_coroutine_sync,
+)
 from ragtools.retrieval.tools.exceptions import (
     ErrorHandler,
+    SchemaAnnotationError,
     check_error_handler,
     handled_content,
 )
@@ -137,6 +153,11 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             ``handle_validation_error`` decides) and export the schema with
             ``additionalProperties: false``, as OpenAI's ``strict`` function calling
             expects. Default False: unknown keys are dropped, as LangChain drops them.
+        validate_inferred_args: for a subclass without ``args_schema``, validate a dict
+            input against the schema inferred from ``_run`` (lax coercion such as ``"4"`` to
+            ``4``, defaults, errors through ``handle_validation_error``). Default False: the
+            dict reaches ``_run`` as it is (injected values filled in), as in LangChain, so a
+            missing or unknown key is ``_run``'s ``TypeError``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -152,8 +173,23 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     metadata: dict[str, Any] | None = None
     timeout: float | None = None
     strict: bool = False
+    validate_inferred_args: bool = False
 
     _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
+    _validates_inferred: ClassVar[bool] = False
+    """Whether a schema this class infers always validates (its own inference, not _run's)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Refuse ``args_schema: BaseModel`` (an instance type, where the class is meant)."""
+        super().__init_subclass__(**kwargs)
+        annotation = inspect.get_annotations(cls).get("args_schema")
+        if annotation is BaseModel or annotation == "BaseModel":
+            msg = (
+                f"tool class {cls.__name__}: args_schema is annotated {annotation!r}, an "
+                "instance of a model; annotate it type[BaseModel] (args_schema: "
+                "type[BaseModel] = MySchema)"
+            )
+            raise SchemaAnnotationError(msg)
 
     def __init__(self, **data: Any) -> None:
         """Validate the fields, then the settings pydantic cannot check.
@@ -165,6 +201,15 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         """
         super().__init__(**data)
         self._check_settings()
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """Pickle without the memo: it holds classes built at run time, which pickle cannot
+        find by name, and is rebuilt on first use (as LangChain drops its cached schema)."""
+        state = super().__getstate__()
+        private = state.get("__pydantic_private__")
+        if private and private.get("_memo"):
+            state = {**state, "__pydantic_private__": {**private, "_memo": {}}}
+        return state
 
     def memoized(self, key: Hashable, build: Callable[[], _T]) -> _T:
         """``build()``, computed once per ``key`` and kept on this tool: for the schemas and
@@ -248,17 +293,28 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         schema = self.tool_call_schema
         if isinstance(schema, dict):
             exported = copy.deepcopy(schema)
-        else:
+        else:  # an unresolved forward reference is named (PydanticUndefinedAnnotation)
+            if not schema.__pydantic_complete__:
+                schema.model_rebuild(raise_errors=True)
             exported = schema.model_json_schema()
         if self.strict and exported.get("additionalProperties") is not True:
             exported["additionalProperties"] = False
         return exported
 
+    @property
+    def InputType(self) -> Any:
+        """What ``invoke`` takes, as a type (LangChain's ``Runnable.InputType``)."""
+        return str | dict[str, Any] | ToolCall
+
     def get_input_jsonschema(self, config: RunConfig | None = None) -> dict[str, Any]:
         """The full argument schema (injected arguments included) as JSON schema, as
-        LangChain's ``Runnable.get_input_jsonschema``; ``config`` is accepted and unused."""
+        LangChain's ``Runnable.get_input_jsonschema``; ``config`` is accepted and unused.
+        A JSON-schema dict ``args_schema`` gives, as in LangChain, the schema of
+        :attr:`InputType` (the dict itself is ``args_schema``)."""
         if isinstance(self.args_schema, dict):
-            return copy.deepcopy(self.args_schema)
+            base: type[BaseModel] = RootModel[self.InputType]  # type: ignore[name-defined]
+            root = create_model(self.get_name("Input"), __base__=base)
+            return root.model_json_schema()
         return self._model_schema().model_json_schema()
 
     @property
@@ -276,9 +332,12 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         return frozenset({**injected_fields(schema), **self._unlisted_injected(schema)})
 
     def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
-        """LangChain's ``Runnable.get_name``: the tool name (or ``name``), plus ``suffix``."""
+        """LangChain's ``Runnable.get_name``: the tool name (or ``name``), plus ``suffix``
+        (title-cased after a capitalised name, else joined by ``_`` and lower-cased)."""
         base = name or self.name
-        return f"{base}{suffix}" if suffix else base
+        if not suffix:
+            return base
+        return base + suffix.title() if base[:1].isupper() else f"{base}_{suffix.lower()}"
 
     @property
     def is_single_input(self) -> bool:
@@ -497,11 +556,16 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             injected,
             strict=self.strict,
             unlisted=self._unlisted_injected(schema),
+            validate=self.args_schema is not None
+            or self.validate_inferred_args
+            or self._validates_inferred,
         )
 
     def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
-        """The functions whose parameters the validated arguments fill."""
-        return (self._run,)
+        """The functions whose parameters the validated arguments fill (``_arun`` too when
+        overridden: an async-only tool declares its injected arguments there)."""
+        overridden = getattr(self._arun, "__func__", None) is not BaseTool._arun
+        return (self._run, self._arun if overridden else None)
 
     def _unlisted_injected(self, schema: ArgsSchema) -> dict[str, bool]:
         """Injected parameters of the run targets that ``schema`` does not list (a custom
@@ -574,10 +638,32 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
 
 class FunctionBackedTool(BaseTool):
     """A tool that runs a sync ``func`` and/or an async ``coroutine`` (:class:`Tool`,
-    :class:`StructuredTool`): either may be missing, the other is used."""
+    :class:`StructuredTool`). Without ``coroutine``, ``ainvoke`` runs ``func`` in a worker
+    thread. Without ``func``, ``invoke`` raises ``NotImplementedError``, as in LangChain,
+    unless ``sync_over_async`` is set.
+
+    Attributes:
+        func: the sync function.
+        coroutine: the async function.
+        sync_over_async: let ``invoke`` run a coroutine-only tool in a fresh event loop (in a
+            worker thread when a loop is already running), for sync callers that cannot
+            await. Default False: sync invocation of such a tool is refused, as in LangChain.
+    """
 
     func: Annotated[Callable[..., Any] | None, _JsonCallable] = None
     coroutine: Annotated[Callable[..., Awaitable[Any]] | None, _JsonCallable] = None
+    sync_over_async: bool = False
+    _validates_inferred: ClassVar[bool] = True
+
+    def _await_in_sync(self, make: Callable[[], Awaitable[_T]]) -> _T:
+        """``await make()`` from sync code when ``sync_over_async`` allows it."""
+        if not self.sync_over_async:
+            msg = (
+                f"{type(self).__name__} does not support sync invocation: tool {self.name!r} "
+                "has only a coroutine; call ainvoke, or set sync_over_async=True"
+            )
+            raise NotImplementedError(msg)
+        return run_coroutine_sync(make)
 
     def _check_settings(self) -> None:
         """Require at least one of ``func`` and ``coroutine``."""
@@ -588,3 +674,32 @@ class FunctionBackedTool(BaseTool):
 
     def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
         return (self.func, self.coroutine)
+
+    def _call_arguments(self, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """How the validated arguments are passed to the function: all by keyword."""
+        return (), kwargs
+
+    def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
+        return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
+
+    def _config_parameter(self, *, for_async: bool) -> str | None:
+        return config_parameter(self._target(for_async=for_async))
+
+    def _takes_callbacks(self, *, for_async: bool) -> bool:
+        return declares_callbacks(self._target(for_async=for_async))
+
+    def _run(self, **kwargs: Any) -> Any:
+        args, kwargs = self._call_arguments(kwargs)
+        if self.func is not None:
+            return self.func(*args, **kwargs)
+        coroutine = self.coroutine
+        if coroutine is None:
+            msg = f"tool {self.name!r} has neither func nor coroutine"
+            raise ConfigError(msg)
+        return self._await_in_sync(lambda: coroutine(*args, **kwargs))
+
+    async def _arun(self, **kwargs: Any) -> Any:
+        if self.coroutine is None:
+            return await super()._arun(**kwargs)
+        args, kwargs = self._call_arguments(kwargs)
+        return await self.coroutine(*args, **kwargs)

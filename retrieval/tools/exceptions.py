@@ -28,6 +28,7 @@ from ragtools.parsers.errors import ConfigError, ToolInputError
 
 __all__ = [
     "ErrorHandler",
+    "SchemaAnnotationError",
     "ToolException",
     "ToolTimeoutError",
     "check_error_handler",
@@ -42,6 +43,12 @@ ErrorHandler: TypeAlias = bool | str | Callable[[Exception], Any] | None
 
 class ToolException(ToolInputError):
     """A recoverable tool error whose message is meant to be shown to the model."""
+
+
+class SchemaAnnotationError(ConfigError, TypeError):
+    """A ``BaseTool`` subclass annotates ``args_schema`` as ``BaseModel`` (an instance)
+    instead of ``type[BaseModel]``: pydantic would then validate the class default away.
+    Raised when the class is defined; LangChain's name, and a ``TypeError`` as there."""
 
 
 class ToolTimeoutError(ToolException, TimeoutError):

@@ -61,6 +61,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.injected import InjectedToolArg, InjectedToolCallId
 from ragtools.retrieval.tools.langchain_adapter import to_langchain_tool
 from ragtools.retrieval.tools.schema import injected_fields
@@ -172,12 +173,17 @@ def call_as_function(tool: Any, arguments: dict[str, Any]) -> Any:
         call_id = arguments.get(view.call_id)
         if view.added_call_id:
             arguments = {k: v for k, v in arguments.items() if k != view.call_id}
-    if call_id is None:
-        return tool.invoke(arguments)
-    # Built per call, never kept: a tool's settings may be reassigned between calls.
-    adapter = to_langchain_tool(tool)
-    call = {"name": tool.name, "args": arguments, "id": str(call_id), "type": "tool_call"}
-    return adapter.invoke(call)
+    target: Any = tool
+    payload: Any = arguments
+    if call_id is not None:
+        # Built per call, never kept: a tool's settings may be reassigned between calls.
+        target = to_langchain_tool(tool)
+        payload = {"name": tool.name, "args": arguments, "id": str(call_id), "type": "tool_call"}
+    if getattr(getattr(tool, "tool", tool), "func", True) is None:
+        # coroutine-only: LangChain's tool() made a sync function of this view, which
+        # LangGraph calls from a worker thread even under ainvoke, so it is awaited here
+        return run_coroutine_sync(lambda: target.ainvoke(payload))
+    return target.invoke(payload)
 
 
 def _input_model(tool: Any) -> type[BaseModel] | None:

@@ -21,9 +21,10 @@ and ``args``; ``name`` may be missing (the tool answers with its own name).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypedDict  # pydantic's dependency; pydantic needs it < 3.12
 
 __all__ = ["ToolCall", "ToolMessage", "coerce_message", "is_tool_call", "make_tool_call"]
 

@@ -40,11 +40,13 @@ import functools
 import inspect
 import logging
 import re
+import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import docstring_parser
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
@@ -64,6 +66,7 @@ __all__ = [
     "injected_parameters",
     "model_facing_parameters",
     "subset_model",
+    "typed_dict_model",
 ]
 
 logger = logging.getLogger(__name__)
@@ -156,6 +159,50 @@ def create_schema_from_function(
     return model
 
 
+def typed_dict_model(typed_dict: type) -> type[BaseModel]:
+    """A pydantic model of a ``TypedDict`` (``typing``'s or ``typing_extensions``'), as
+    LangChain reads one: ``Annotated[T, default, "description"]`` fields (``...``: required),
+    argument descriptions from a Google-style docstring, the summary as the model's docstring,
+    nested ``TypedDict`` s converted too. Pydantic itself refuses ``typing.TypedDict`` before
+    Python 3.12, which is why this does not go through ``TypeAdapter``.
+    """
+    hints = typing.get_type_hints(typed_dict, include_extras=True)
+    summary, documented = "", dict[str, str]()
+    if typed_dict.__dict__.get("__doc__"):  # its own (inspect.getdoc would give dict's)
+        summary, documented = _parse_docstring(typed_dict, [], list(hints), strict=False)
+    required = getattr(typed_dict, "__required_keys__", frozenset(hints))
+    fields: dict[str, Any] = {}
+    for name, hint in hints.items():
+        default: Any = ... if name in required else None
+        description = documented.get(name)
+        if typing.get_origin(hint) is typing.Annotated:
+            hint, *extras = typing.get_args(hint)
+            if extras and not isinstance(extras[0], str):
+                default = extras.pop(0)
+            description = next((e for e in extras if isinstance(e, str)), description)
+        fields[name] = (_typed_dicts_as_models(hint), Field(default, description=description))
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        typed_dict.__name__, __doc__=summary or None, **fields
+    )
+    return model
+
+
+def _typed_dicts_as_models(hint: Any) -> Any:
+    """``hint`` with every ``TypedDict`` in it (``list[TD]``, ``TD | None``) made a model."""
+    if isinstance(hint, type) and typing_extensions.is_typeddict(hint):
+        return typed_dict_model(hint)
+    args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if not args or origin is None or origin is typing.Literal:
+        return hint
+    converted = tuple(_typed_dicts_as_models(arg) for arg in args)
+    if converted == args:
+        return hint
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[converted]  # noqa: UP007 (built at run time)
+    return types.GenericAlias(origin, converted)
+
+
 def injected_fields(model: type[BaseModel]) -> dict[str, bool]:
     """Names of the injected fields of ``model``, each mapped to "is it the ToolCall id"."""
     found: dict[str, bool] = {}
@@ -173,10 +220,7 @@ def injected_parameters(func: Callable[..., Any] | None) -> dict[str, bool]:
     """
     if func is None:
         return {}
-    try:
-        hints = _type_hints(func)
-    except ConfigError:
-        return {}
+    hints = _resolvable_hints(_hint_target(func))
     try:  # a partial's bound arguments are not in its signature, and are not injected
         bound = set(hints) - set(inspect.signature(func).parameters)
     except (TypeError, ValueError):
@@ -263,8 +307,11 @@ def _hint_target(func: Callable[..., Any]) -> Any:
     wrapped = getattr(func, "__wrapped__", None)
     if callable(wrapped):  # a decorator's wrapper (functools.wraps): the original's hints
         return _hint_target(inspect.unwrap(func))
-    if inspect.isclass(func):
-        return func.__init__
+    if inspect.isclass(func):  # what calling the class runs: a metaclass __call__, else
+        # an overridden __new__, else __init__ (the signature inspect.signature reports)
+        if type(func).__call__ is not type.__call__:
+            return type(func).__call__
+        return func.__new__ if func.__new__ is not object.__new__ else func.__init__
     if inspect.isfunction(func) or inspect.ismethod(func):
         return func
     return getattr(func, "__call__", func)  # noqa: B004 (callable objects)
@@ -289,6 +336,26 @@ def _type_hints(func: Callable[..., Any]) -> dict[str, Any]:
             "module level (not inside a function) or pass args_schema="
         )
         raise ConfigError(msg) from exc
+
+
+def _resolvable_hints(target: Any) -> dict[str, Any]:
+    """``target``'s type hints; when one cannot be resolved (a forward reference to a name
+    that does not exist), each of the others still is, so one bad hint does not hide an
+    injected sibling, as in LangChain."""
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except (NameError, TypeError):
+        pass
+    annotations = getattr(target, "__annotations__", None) or {}
+    scope = getattr(inspect.unwrap(target), "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, annotation in annotations.items():
+        single = types.SimpleNamespace(__annotations__={name: annotation})
+        try:
+            hints.update(typing.get_type_hints(single, globalns=scope, include_extras=True))
+        except (NameError, TypeError):
+            logger.debug("type hint %r of %r is unresolvable; skipped", name, target)
+    return hints
 
 
 def _parse_docstring(

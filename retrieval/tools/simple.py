@@ -3,26 +3,20 @@
 The oldest agent tool shape: one string in, content out. The model sees one argument,
 ``tool_input`` (or the single field of ``args_schema`` when one is given). A dict input must
 hold exactly one value; more is a :class:`ToolException` (a run-time failure the model may see)
-telling the user to use :class:`~retrieval.tools.structured.StructuredTool`. Building a ``Tool``
-from a function that needs more than one argument is a construction mistake, so it raises
-:class:`~parsers.errors.ConfigError` at once.
+telling the user to use :class:`~retrieval.tools.structured.StructuredTool`. As in LangChain,
+a function needing more arguments is accepted at construction and fails at that call.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, create_model
 
-from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.tools.arguments import config_parameter, declares_callbacks
 from ragtools.retrieval.tools.base import ArgsSchema, FunctionBackedTool
-from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.exceptions import ToolException
-from ragtools.retrieval.tools.schema import FILTERED_ARGS
 
 __all__ = ["Tool"]
 
@@ -53,18 +47,6 @@ class Tool(FunctionBackedTool):
         given = {"name": name, "func": func, "description": description}
         super().__init__(**{k: v for k, v in given.items() if v is not None}, **kwargs)
 
-    def _check_settings(self) -> None:
-        """Reject functions that need more than one argument."""
-        super()._check_settings()
-        for fn in (self.func, self.coroutine):
-            required = _required_parameters(fn)
-            if len(required) > 1:
-                msg = (
-                    f"Tool {self.name!r} takes a single input but its function needs "
-                    f"{required}; use StructuredTool (or @tool) for several arguments"
-                )
-                raise ConfigError(msg)
-
     @classmethod
     def from_function(
         cls,
@@ -87,12 +69,16 @@ class Tool(FunctionBackedTool):
             **kwargs,
         )
 
+    @property
+    def args(self) -> dict[str, Any]:
+        """LangChain's answer for a Tool without ``args_schema``: one untitled string."""
+        if self.args_schema is None:
+            return {_INPUT: {"type": "string"}}
+        return super().args
+
     def _infer_input_schema(self) -> type[BaseModel]:
         model: type[BaseModel] = create_model(  # type: ignore[call-overload]
-            self.name,
-            __config__=ConfigDict(extra="forbid"),
-            __doc__=self.description,
-            **{_INPUT: (str, Field(description="The input of the tool."))},
+            self.name, __doc__=self.description, **{_INPUT: (str, ...)}
         )
         return model
 
@@ -113,46 +99,7 @@ class Tool(FunctionBackedTool):
             raise ToolException(msg)
         return {_INPUT: values[0]}
 
-    def _config_parameter(self, *, for_async: bool) -> str | None:
-        return config_parameter(self._target(for_async=for_async))
-
-    def _takes_callbacks(self, *, for_async: bool) -> bool:
-        return declares_callbacks(self._target(for_async=for_async))
-
-    def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
-        return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
-
-    def _run(self, **kwargs: Any) -> Any:
+    def _call_arguments(self, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The one input goes first, positionally, as LangChain calls a Tool's function."""
         value = kwargs.pop(_INPUT)
-        if self.func is not None:
-            return self.func(value, **kwargs)
-        coroutine = self.coroutine
-        if coroutine is None:
-            msg = f"tool {self.name!r} has neither func nor coroutine"
-            raise ConfigError(msg)
-        return run_coroutine_sync(lambda: coroutine(value, **kwargs))
-
-    async def _arun(self, **kwargs: Any) -> Any:
-        if self.coroutine is None:
-            return await super()._arun(**kwargs)
-        value = kwargs.pop(_INPUT)
-        return await self.coroutine(value, **kwargs)
-
-
-def _required_parameters(fn: Callable[..., Any] | None) -> list[str]:
-    """Parameters of ``fn`` without a default, other than plumbing and config."""
-    if fn is None:
-        return []
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    config = config_parameter(fn)
-    return [
-        p.name
-        for p in parameters
-        if p.default is inspect.Parameter.empty
-        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        and p.name not in FILTERED_ARGS
-        and p.name != config
-    ]
+        return (value,), kwargs

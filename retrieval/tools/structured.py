@@ -2,14 +2,17 @@
 
 Built from a function with :meth:`StructuredTool.from_function`, which infers the argument
 schema from the signature, type hints and (optionally) the Google-style docstring. A sync-only
-function also runs from ``ainvoke`` (in a worker thread, so the event loop is not blocked) and
-an async-only one from ``invoke`` (in a fresh event loop, in a worker thread when a loop is
-already running), so callers never need to know which kind they hold.
+function also runs from ``ainvoke`` (in a worker thread, so the event loop is not blocked); an
+async-only one runs from ``invoke`` only with ``sync_over_async=True`` (in a fresh event loop),
+otherwise ``invoke`` raises ``NotImplementedError``, as in LangChain.
 
-Description, first match wins: the ``description`` argument; with ``parse_docstring`` the
-docstring's summary; the function docstring; the ``args_schema`` docstring or the dict
-schema's ``description``. A function without any of these is rejected: the description is how
-the model decides when to call the tool.
+Description, first match wins, as in LangChain: the ``description`` argument; the function
+docstring (unless ``parse_docstring``); the ``args_schema`` docstring (with ``parse_docstring``
+the docstring's summary, which the inferred schema carries) or the dict schema's
+``description``. A docstring is taken as LangChain takes it, ``textwrap.dedent`` and stripped,
+so an ``Args:`` block under a summary on the first line keeps its indentation. A function
+without any of these is rejected: the description is how the model decides when to call the
+tool.
 """
 
 from __future__ import annotations
@@ -17,15 +20,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import textwrap
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
 
 from ragtools.parsers.errors import ConfigError
-from ragtools.retrieval.tools.arguments import config_parameter, declares_callbacks
 from ragtools.retrieval.tools.base import ArgsSchema, FunctionBackedTool, ResponseFormat
-from ragtools.retrieval.tools.concurrency import run_coroutine_sync
 from ragtools.retrieval.tools.schema import create_schema_from_function
 
 __all__ = ["StructuredTool"]
@@ -131,29 +133,6 @@ class StructuredTool(FunctionBackedTool):
         )
         return model
 
-    def _config_parameter(self, *, for_async: bool) -> str | None:
-        return config_parameter(self._target(for_async=for_async))
-
-    def _takes_callbacks(self, *, for_async: bool) -> bool:
-        return declares_callbacks(self._target(for_async=for_async))
-
-    def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
-        return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
-
-    def _run(self, **kwargs: Any) -> Any:
-        if self.func is not None:
-            return self.func(**kwargs)
-        coroutine = self.coroutine
-        if coroutine is None:
-            msg = f"tool {self.name!r} has neither func nor coroutine"
-            raise ConfigError(msg)
-        return run_coroutine_sync(lambda: coroutine(**kwargs))
-
-    async def _arun(self, **kwargs: Any) -> Any:
-        if self.coroutine is None:
-            return await super()._arun(**kwargs)
-        return await self.coroutine(**kwargs)
-
 
 def _description(
     source: Callable[..., Any],
@@ -168,14 +147,9 @@ def _description(
         source = source.func
     if inspect.isclass(source):  # its own docstring only, never pydantic's inherited one
         return inspect.cleandoc(source.__dict__.get("__doc__") or "")
-    if parse_docstring and isinstance(args_schema, type) and args_schema.__doc__:
-        return args_schema.__doc__.strip()
-    doc = inspect.getdoc(source)
-    if doc:
-        return doc
-    if isinstance(args_schema, dict):
-        text = args_schema.get("description")
-        return str(text) if text else None
-    if isinstance(args_schema, type) and args_schema.__doc__:
-        return inspect.cleandoc(args_schema.__doc__)
-    return None
+    doc = None if parse_docstring else source.__doc__
+    if not doc and isinstance(args_schema, dict):
+        doc = args_schema.get("description")
+    elif not doc and isinstance(args_schema, type):
+        doc = args_schema.__doc__
+    return textwrap.dedent(str(doc)).strip() if doc else None

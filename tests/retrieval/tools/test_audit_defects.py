@@ -126,6 +126,7 @@ class TestToolOverCached:
             return days * 2
 
         assert asyncio.run(forecast.ainvoke({"days": "2"})) == 4
+        forecast.sync_over_async = True  # invoke of a coroutine-only tool is the option
         assert forecast.invoke({"days": 2}) == 4  # served from the cache
         assert calls == [2]
 

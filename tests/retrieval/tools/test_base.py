@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pickle
 import threading
 from typing import Annotated, Any
 
@@ -20,7 +21,12 @@ from ragtools.retrieval.tools import (
     ToolMessage,
     make_tool_call,
 )
+from ragtools.retrieval.tools.exceptions import SchemaAnnotationError
 from ragtools.retrieval.tools.output import ToolOutput
+
+
+class Query(BaseModel):
+    query: str
 
 
 class Multiply(BaseTool):
@@ -68,8 +74,23 @@ def test_subclass_schema_inferred_from_run() -> None:
         "b": {"default": 2, "title": "B", "type": "integer"},
     }
     assert tool.invoke({"a": 3}) == 6
-    assert tool.invoke({"a": "3", "b": "5"}) == 15
     assert tool.invoke("4") == 8  # a plain string fills the only required field
+    # a dict reaches _run as it is, as in LangChain: no coercion, _run's own TypeError
+    assert tool.invoke({"a": "3", "b": 2}) == "33"
+    with pytest.raises(TypeError, match="'c'"):
+        tool.invoke({"a": 3, "c": 1})
+    with pytest.raises(TypeError, match="'a'"):
+        tool.invoke({"b": 3})
+
+
+def test_subclass_validating_its_inferred_schema_is_the_option() -> None:
+    tool = Multiply(validate_inferred_args=True)
+    assert tool.invoke({"a": "3", "b": "5"}) == 15  # coerced
+    assert tool.invoke({"a": 3, "c": 1}) == 6  # an unknown key dropped
+    with pytest.raises(ValidationError):
+        tool.invoke({"b": 3})
+    tool.handle_validation_error = True
+    assert tool.invoke({"b": 3}) == "Tool input validation error"
 
 
 def test_string_input_with_several_fields_is_a_tool_error() -> None:
@@ -281,7 +302,7 @@ def test_json_schema_dict_args_schema() -> None:
 
 
 def test_batch_keeps_order_and_can_return_exceptions() -> None:
-    tool = Multiply()
+    tool = Multiply(validate_inferred_args=True)
     assert tool.batch([{"a": i} for i in range(7)], {"max_concurrency": 3}) == [
         0,
         2,
@@ -301,7 +322,7 @@ def test_batch_keeps_order_and_can_return_exceptions() -> None:
 
 
 def test_abatch_keeps_order() -> None:
-    tool = Multiply()
+    tool = Multiply(validate_inferred_args=True)
     assert asyncio.run(tool.abatch([{"a": 3}, {"a": 1}, {"a": 2}], {"max_concurrency": 2})) == [
         6,
         2,
@@ -335,13 +356,7 @@ def test_simple_tool_single_input() -> None:
     tool = Tool(name="shout", func=str.upper, description="Upper-case text.")
     assert tool.invoke("hi") == "HI"
     assert tool.invoke({"anything": "hi"}) == "HI"
-    assert tool.args == {
-        "tool_input": {
-            "description": "The input of the tool.",
-            "title": "Tool Input",
-            "type": "string",
-        }
-    }
+    assert tool.args == {"tool_input": {"type": "string"}}  # LangChain's Tool.args
     assert asyncio.run(tool.ainvoke("yo")) == "YO"
 
 
@@ -353,8 +368,9 @@ def test_simple_tool_rejects_two_arguments() -> None:
     message = tool.invoke(make_tool_call("shout", {"a": "x", "b": "y"}))
     assert message.status == "error"
     assert "StructuredTool" in message.content
-    with pytest.raises(ConfigError, match=r"needs \['a', 'b'\].*StructuredTool"):
-        Tool(name="add", func=_sum, description="Add.")
+    adder = Tool(name="add", func=_sum, description="Add.")  # accepted, as in LangChain
+    with pytest.raises(ToolException, match="StructuredTool"):  # and fails at the call
+        adder.invoke({"a": 1, "b": 2})
 
 
 def test_simple_tool_from_function_with_coroutine_only() -> None:
@@ -362,8 +378,11 @@ def test_simple_tool_from_function_with_coroutine_only() -> None:
         return text * 2
 
     tool = Tool.from_function(None, name="echo", description="Echo.", coroutine=echo)
-    assert tool.invoke("ab") == "abab"
     assert asyncio.run(tool.ainvoke("ab")) == "abab"
+    with pytest.raises(NotImplementedError, match="sync_over_async"):  # as in LangChain
+        tool.invoke("ab")
+    tool.sync_over_async = True
+    assert tool.invoke("ab") == "abab"
 
 
 def test_parse_input_gives_what_run_would_get_without_running() -> None:
@@ -385,3 +404,26 @@ def test_parse_input_gives_what_run_would_get_without_running() -> None:
     with pytest.raises(ValidationError, match="tenant"):
         scoped_tool.parse_input({"query": "q"})
     assert runs == []
+
+
+def test_args_schema_annotated_as_an_instance_is_refused_at_class_creation() -> None:
+    with pytest.raises(SchemaAnnotationError, match="type\\[BaseModel\\]") as caught:
+
+        class Misannotated(BaseTool):
+            name: str = "m"
+            args_schema: BaseModel = Query  # type: ignore[assignment]
+
+            def _run(self, query: str) -> str:  # type: ignore[override]
+                return query
+
+    assert isinstance(caught.value, TypeError)  # LangChain's kind
+    assert isinstance(caught.value, ConfigError)  # ours: a construction mistake
+
+
+def test_tool_pickles_after_its_schemas_were_built() -> None:
+    tool = Multiply()
+    schema = tool.tool_call_schema  # fills the memo with classes built at run time
+    restored = pickle.loads(pickle.dumps(tool))
+    assert restored.tool_call_json_schema() == tool.tool_call_json_schema()
+    assert restored.invoke({"a": 3}) == tool.invoke({"a": 3})
+    assert tool.tool_call_schema is schema  # pickling left the live memo alone

@@ -171,8 +171,11 @@ def test_async_function_decorated() -> None:
 
     assert isinstance(fetch, StructuredTool)
     assert fetch.coroutine is not None
-    assert fetch.invoke({"url": "u"}) == "<u>"
     assert asyncio.run(fetch.ainvoke({"url": "u"})) == "<u>"
+    with pytest.raises(NotImplementedError, match="sync_over_async"):  # as in LangChain
+        fetch.invoke({"url": "u"})
+    fetch.sync_over_async = True  # the option: run it in a fresh event loop
+    assert fetch.invoke({"url": "u"}) == "<u>"
 
 
 def test_args_schema_option() -> None:

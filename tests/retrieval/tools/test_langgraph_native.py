@@ -151,6 +151,9 @@ class TestSameMessagesAsTheAdapter:
             return "2026-11-24"
 
         shout = Tool(name="shout", func=str.upper, description="Upper-case the text.")
+        # a sync graph runs the adapter's sync path, which refuses a coroutine-only tool as
+        # LangChain does unless the option is set; the tool passed as is works either way
+        slow_add.sync_over_async = not use_async
         calls = [
             {"name": "slow_add", "args": {"a": 2, "b": 3}, "id": "1"},
             {"name": "today", "args": {}, "id": "2"},

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+import pytest
+from pydantic import BaseModel, Field, PydanticUndefinedAnnotation
 
 from ragtools.retrieval.tools import (
     BaseTool,
@@ -150,9 +151,23 @@ def test_openai_export_of_a_plain_function() -> None:
 
 def test_openai_export_of_a_single_input_tool() -> None:
     shout = Tool(name="shout", func=str.upper, description="Shout.")
-    assert convert_to_openai_function(shout)["parameters"] == {
+    assert convert_to_openai_function(shout)["parameters"] == {  # LangChain's export
         "type": "object",
-        "properties": {"tool_input": {"description": "The input of the tool.", "type": "string"}},
-        "required": ["tool_input"],
-        "additionalProperties": False,
+        "properties": {"__arg1": {"title": "__arg1", "type": "string"}},
+        "required": ["__arg1"],
     }
+    assert shout.invoke({"__arg1": "hi"}) == "HI"  # what a model sends back
+
+
+class _Container(BaseModel):
+    rows: list[_NowhereRow] = Field(default_factory=list)  # type: ignore[name-defined]  # noqa: F821
+
+
+def test_export_names_an_unresolved_forward_reference() -> None:
+    @tool
+    def load(name: str, container: _Container) -> str:
+        """Load a container."""
+        return name
+
+    with pytest.raises(PydanticUndefinedAnnotation, match="_NowhereRow"):
+        convert_to_openai_function(load)

@@ -48,8 +48,15 @@ def test_sync_function_from_invoke_and_ainvoke() -> None:
     assert seen[1] != caller_thread  # ainvoke ran the sync function in a worker thread
 
 
-def test_async_function_from_invoke_and_ainvoke() -> None:
+def test_async_only_function_refuses_sync_invoke_by_default() -> None:
     tool = StructuredTool.from_function(coroutine=aadd)
+    assert asyncio.run(tool.ainvoke({"a": 3, "b": 4})) == 7
+    with pytest.raises(NotImplementedError, match="does not support sync invocation"):
+        tool.invoke({"a": 1, "b": 2})  # LangChain's behaviour
+
+
+def test_async_function_from_invoke_and_ainvoke() -> None:
+    tool = StructuredTool.from_function(coroutine=aadd, sync_over_async=True)
     assert tool.name == "aadd"
     assert tool.func is None
     assert tool.invoke({"a": 1, "b": "2"}) == 3
@@ -59,7 +66,7 @@ def test_async_function_from_invoke_and_ainvoke() -> None:
 
 
 def test_async_only_tool_invoked_synchronously_inside_a_running_loop() -> None:
-    tool = StructuredTool.from_function(coroutine=aadd)
+    tool = StructuredTool.from_function(coroutine=aadd, sync_over_async=True)
 
     async def main() -> Any:
         return tool.invoke({"a": 5, "b": 6})  # sync call from async code must not deadlock
@@ -97,7 +104,7 @@ def test_description_sources() -> None:
         StructuredTool.from_function(undocumented)
 
 
-def test_docstring_is_dedented() -> None:
+def test_docstring_is_taken_as_langchain_takes_it() -> None:
     def documented(x: int) -> int:
         """First line.
 
@@ -105,8 +112,17 @@ def test_docstring_is_dedented() -> None:
         """
         return x
 
+    def indented(x: int) -> int:
+        """
+        Both lines indented.
+        Second.
+        """
+        return x
+
+    # textwrap.dedent, then strip: a summary on the first line keeps the rest indented
     tool = StructuredTool.from_function(documented)
-    assert tool.description == "First line.\n\nSecond paragraph, indented in source."
+    assert tool.description == "First line.\n\n        Second paragraph, indented in source."
+    assert StructuredTool.from_function(indented).description == "Both lines indented.\nSecond."
 
 
 def test_explicit_args_schema_wins_over_inference() -> None:

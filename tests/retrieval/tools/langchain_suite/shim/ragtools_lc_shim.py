@@ -28,11 +28,11 @@ from ragtools.retrieval.tools import (
     tool,
 )
 from ragtools.retrieval.tools.base import ArgsSchema
+from ragtools.retrieval.tools.exceptions import SchemaAnnotationError
 from ragtools.retrieval.tools.render import convert_to_openai_function
 
 # LangChain-only helpers (internals of langchain_core.tools.base / function_calling).
 TOOL_MESSAGE_BLOCK_TYPES = _lc_base.TOOL_MESSAGE_BLOCK_TYPES
-SchemaAnnotationError = _lc_base.SchemaAnnotationError
 _DirectlyInjectedToolArg = _lc_base._DirectlyInjectedToolArg
 _format_output = _lc_base._format_output
 _is_message_content_block = _lc_base._is_message_content_block
