@@ -514,7 +514,9 @@ def _load(
         if size:  # workers start now, before the progress bar's monitor thread would
             jobs = submit(tasks, size, stack, time_budget)
         steps = execute(tasks, jobs, results, time_budget)
-        for _ in progress(steps, total=len(tasks), desc="parsing", show_progress=show_progress):
+        for _ in progress(
+            steps, total=len(tasks), desc="parsing", show_progress=show_progress, unit="files"
+        ):
             pass
     documents: list[Document] = []
     errors: list[FileError] = []

@@ -3,7 +3,8 @@
 Errors print one line (what failed, which file, what to do, naming ``rag`` flags rather than
 Python arguments) and exit with status 2;
 ``--verbose`` adds the traceback and this package's DEBUG logging. Progress bars appear only
-on a terminal; ``--quiet`` turns them off. Global options go before or after the command.
+on a terminal (piped: a ``progress:`` line about every 30 s); ``--quiet`` turns them off.
+Global options go before or after the command.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from ragtools.indexes.index import Index
 from ragtools.indexes.settings import IndexSettings
+from ragtools.parsers._progress import default_progress
 from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval import _cli_index
@@ -376,7 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.quiet = getattr(args, "quiet", False) and not args.verbose
     configure(verbose=args.verbose, quiet=args.quiet)
     try:
-        code: int = args.func(args)
+        with default_progress(False if args.quiet else None):  # -q: not even the embedder's
+            code: int = args.func(args)
         return code
     except (RetrievalError, OSError) as exc:
         if args.verbose:

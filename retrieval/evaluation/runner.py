@@ -125,7 +125,7 @@ def run_retriever(
     latencies: list[float] = []
     refetches = 0
     for query_id, text in progress(
-        items, total=len(items), desc="queries", show_progress=show_progress, unit="q"
+        items, total=len(items), desc="queries", show_progress=show_progress, unit="queries"
     ):
         docs, elapsed, extra = _retrieve_documents(retriever, text, k, first_fetch, key)
         run[query_id] = docs
