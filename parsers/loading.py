@@ -422,7 +422,8 @@ def load_dir(
             of an unknown suffix are parsed by content: as plain text when they look like it.
         workers: processes for PDF/Office files; ``None`` chooses (CPU count, and only for
             batches big enough to repay the start-up), ``1`` parses everything here.
-        show_progress: a progress bar on stderr; ``None`` shows it only on a terminal.
+        show_progress: a progress bar on stderr; ``None``: on a terminal only, log records
+            elsewhere (:mod:`parsers._progress`).
         max_bytes: larger files are skipped.
         selection: which files of the tree to read (:class:`~parsers.selection.Selection`:
             include/exclude patterns, ``.gitignore``, ``follow_links``); hidden entries and
