@@ -49,11 +49,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _render_hit(hit: Hit) -> tuple[str, str]:
-    """Two lines: rank, score and source; then the start of the text."""
-    meta = hit.chunk.metadata
-    where = str(meta.get("source", ""))
-    if meta.get("page") is not None:
-        where += f", page {meta['page']}"
+    """Two lines: rank, score and where (source, page, heading path, as the retriever
+    tool cites it); then the start of the text."""
+    from ragtools.retrieval.tools.retriever_tool import place_of
+
+    where = place_of(hit.chunk)
     text = " ".join(hit.chunk.text.split())
     snippet = text[:240] + ("…" if len(text) > 240 else "")
     return f"{hit.rank:>3}. {hit.score:.4f}  {where}", f"     {snippet}"
@@ -74,7 +74,14 @@ def _cmd_search(args: argparse.Namespace) -> int:
         msg = "give one query, or --queries FILE (one query a line; - for stdin), not both"
         raise ConfigError(msg)
     index = Index.open(args.index)
-    retriever = retriever_for(index, args.mode, k=args.k)
+    # the default is what the index has: hybrid, or its one half (asked for, hybrid warns)
+    halves = [
+        name
+        for name, half in (("keyword", index.bm25), ("vector", index.vector))
+        if half is not None
+    ]
+    mode = args.mode or ("hybrid" if len(halves) != 1 else halves[0])
+    retriever = retriever_for(index, mode, k=args.k)
     if args.queries is not None:
         for record in read_queries(args.queries):
             hits = retriever.invoke(record["query"], k=args.k, filter=spec)
@@ -267,7 +274,11 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("index")
     search.add_argument("query", nargs="?", help="the query (or use --queries)")
     search.add_argument(
-        "--mode", type=canonical_retriever, choices=MODES, default="hybrid", help="bm25 = keyword"
+        "--mode",
+        type=canonical_retriever,
+        choices=MODES,
+        default=None,
+        help="bm25 = keyword (default: hybrid; keyword on an index built with --no-vector)",
     )
     search.add_argument("-k", type=int, default=5, help="hits per query")
     search.add_argument(

@@ -22,6 +22,7 @@ queries; before BM25 saturated repeated query terms (``k3``), 0.4 / 0.6 was on t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -40,6 +41,7 @@ from ragtools.retrieval.vector import VectorRetriever
 
 __all__ = ["DEFAULT_CANDIDATE_K", "DEFAULT_FUSION", "DEFAULT_WEIGHTS", "HybridRetriever"]
 
+logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 DEFAULT_FUSION: FusionMethod = "relative_score"
@@ -112,7 +114,12 @@ class HybridRetriever(BaseRetriever):
         fusion: FusionMethod = DEFAULT_FUSION,
         **options: object,
     ) -> HybridRetriever:
-        """BM25 + vector over one index (or whichever half it has) with tuned defaults."""
+        """BM25 + vector over one index with tuned defaults.
+
+        An index with one half (built with ``vector=False``) gets that half alone and a
+        warning, so a hybrid search that is really a keyword search is never silent; ask
+        for ``KeywordRetriever`` to have it without one.
+        """
         retrievers: list[Ranker] = []
         if index.bm25 is not None:
             retrievers.append(KeywordRetriever(index))
@@ -120,6 +127,14 @@ class HybridRetriever(BaseRetriever):
             retrievers.append(VectorRetriever(index))
         if len(retrievers) == 1:
             weights = None
+            has, lacks = ("keyword", "vector") if index.bm25 is not None else ("vector", "keyword")
+            logger.warning(
+                "hybrid search on %s is %s search only: the index has no %s half%s",
+                index.path,
+                has,
+                lacks,
+                " (built with vector=False)" if lacks == "vector" else "",
+            )
         return cls(retrievers, weights=weights, fusion=fusion, **options)  # type: ignore[arg-type]
 
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:

@@ -63,9 +63,24 @@ def test_search_with_filter_and_text_output(keyword_index: Path) -> None:
     assert "bees.txt" in proc.stdout.splitlines()[0]
 
 
-def test_hybrid_on_a_keyword_only_index_falls_back(keyword_index: Path) -> None:
+def test_hybrid_on_a_keyword_only_index_says_so(keyword_index: Path) -> None:
+    """By default a search uses the halves the index has, quietly; asked for hybrid, a
+    keyword-only index answers by keyword and says so (#36: it fell back silently)."""
     proc = rag("search", str(keyword_index), "moon gravity", "--json")
     assert json.loads(proc.stdout)[0]["chunk"]["metadata"]["source"].endswith("tides.md")
+    assert proc.stderr == ""
+    asked = rag("search", str(keyword_index), "moon gravity", "--json", "--mode", "hybrid")
+    assert json.loads(asked.stdout)[0]["chunk"] == json.loads(proc.stdout)[0]["chunk"]
+    assert asked.stderr.splitlines() == [
+        f"WARNING ragtools.retrieval.hybrid: hybrid search on {keyword_index} is keyword search "
+        "only: the index has no vector half (built with --no-vector)"
+    ]
+
+
+def test_plain_search_output_shows_the_heading_path(real_index: Path) -> None:
+    """#36: only the retriever tool's citations had it."""
+    proc = rag("search", str(real_index), "axolotl", "--mode", "keyword", "-k", "1")
+    assert proc.stdout.splitlines()[0].endswith("  docs/quickstart.rst › Quickstart")
 
 
 def test_info(keyword_index: Path) -> None:
