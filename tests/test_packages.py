@@ -204,6 +204,7 @@ def _readme_block(language: str, after: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # installs PyTorch and the rest into a new venv, then builds
 def test_the_wheel_with_the_core_only_runs_the_readme_quickstart(tmp_path: Path) -> None:
     """#36: ``pip install ragtools`` as a user does it: the built wheel in a new venv (no
     system site-packages, no extra), then the README's tour and its Python example."""

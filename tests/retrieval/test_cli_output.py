@@ -157,3 +157,22 @@ def test_a_piped_build_prints_progress_lines_each_interval(
     assert "\r" not in err
     assert cli.main(["-q", "build", str(folder), "--out", str(tmp_path / "q"), "--no-vector"]) == 0
     assert capsys.readouterr() == ("", "")
+
+
+def test_a_piped_eval_prints_progress_lines_for_its_queries(
+    restored_logging: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``rag eval`` printed nothing for 35 minutes when piped (#36)."""
+    from tests.retrieval.evaluation.test_beir import write_dataset
+    from tests.retrieval.evaluation.test_eval_command import CORPUS, QRELS, QUERIES
+
+    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)
+    data = write_dataset(tmp_path / "tiny", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
+    args = ["eval", "--dataset", str(data), "--out", str(tmp_path / "out"), "--retrievers", "bm25"]
+    assert cli.main(args) == 0
+    shown = [line for line in capsys.readouterr().err.splitlines() if line.startswith("progress:")]
+    assert any(line.startswith("progress: queries: 5/5 queries (100%), ") for line in shown)
+    assert any(line.startswith("progress: indexing: 7/7 chunks (100%), ") for line in shown)
