@@ -422,7 +422,8 @@ def load_dir(
             of an unknown suffix are parsed by content: as plain text when they look like it.
         workers: processes for PDF/Office files; ``None`` chooses (CPU count, and only for
             batches big enough to repay the start-up), ``1`` parses everything here.
-        show_progress: a progress bar on stderr; ``None`` shows it only on a terminal.
+        show_progress: a progress bar on stderr; ``None``: on a terminal only, log records
+            elsewhere (:mod:`parsers._progress`).
         max_bytes: larger files are skipped.
         selection: which files of the tree to read (:class:`~parsers.selection.Selection`:
             include/exclude patterns, ``.gitignore``, ``follow_links``); hidden entries and
@@ -514,7 +515,9 @@ def _load(
         if size:  # workers start now, before the progress bar's monitor thread would
             jobs = submit(tasks, size, stack, time_budget)
         steps = execute(tasks, jobs, results, time_budget)
-        for _ in progress(steps, total=len(tasks), desc="parsing", show_progress=show_progress):
+        for _ in progress(
+            steps, total=len(tasks), desc="parsing", show_progress=show_progress, unit="files"
+        ):
             pass
     documents: list[Document] = []
     errors: list[FileError] = []

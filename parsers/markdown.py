@@ -27,7 +27,7 @@ from pydantic import JsonValue
 
 from ragtools.parsers.document import Document
 from ragtools.parsers.normalize import normalize_text
-from ragtools.parsers.outline import OUTLINE_KEY, markdown_outline
+from ragtools.parsers.outline import OUTLINE_KEY, heading_title, markdown_outline
 from ragtools.parsers.registry import register_parser
 from ragtools.parsers.text import decode_bytes, read_lines
 
@@ -130,9 +130,9 @@ def first_heading(markdown: str) -> str | None:
             continue
         atx = _ATX.match(line)
         if atx is not None:
-            return atx.group(1).strip()
+            return heading_title(atx.group(1))
         if previous.strip() and _SETEXT.match(line) and not _LIST_ITEM.match(previous):
-            return previous.strip()
+            return heading_title(previous)
         previous = line
     return None
 

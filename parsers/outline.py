@@ -70,6 +70,19 @@ def join_blocks(blocks: Iterable[tuple[str, int]]) -> tuple[str, list[JsonValue]
     return "\n\n".join(parts), outline
 
 
+_ATTRIBUTE = r"""(?:[#.][^\s{}#.=]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
+_ATTRIBUTES = re.compile(rf"[ \t]*\{{[ \t]*{_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*[ \t]*\}}[ \t]*$")
+
+
+def heading_title(raw: str) -> str:
+    """A Markdown heading's title without its attribute list: ``Default values { #defaults
+    .note }`` (Python-Markdown's ``attr_list``, used by MkDocs sites such as FastAPI's, and
+    Pandoc's header attributes) is ``Default values``. Braces that hold no ``#id``,
+    ``.class`` or ``key=value`` stay: ``Use {braces}``.
+    """
+    return _ATTRIBUTES.sub("", raw).strip()
+
+
 def markdown_outline(text: str) -> list[JsonValue]:
     """The ATX (``## Title``) and setext (``Title`` over ``===``) headings of Markdown
     ``text`` outside fenced code, as ``[offset, level, title]``."""
@@ -87,11 +100,11 @@ def markdown_outline(text: str) -> list[JsonValue]:
             atx = _ATX.match(line)
             setext = _SETEXT.match(line)
             if atx is not None:
-                outline.append([offset, len(atx.group(1)), atx.group(2).strip()])
+                outline.append([offset, len(atx.group(1)), heading_title(atx.group(2))])
                 previous = None
             elif setext is not None and previous is not None:
                 level = 1 if setext.group(1).startswith("=") else 2
-                outline.append([previous[0], level, previous[1].strip()])
+                outline.append([previous[0], level, heading_title(previous[1])])
                 previous = None
             else:
                 plain = line.strip() and not _LIST_ITEM.match(line)

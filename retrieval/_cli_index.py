@@ -171,7 +171,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             report = index.update(
                 roots, show_progress=progress, selection=rules, password=args.password
             )
-            _print_update(out, report)
+            _print_update(out, report, quiet=args.quiet)
             return 0
         if not args.force:
             msg = (
@@ -206,29 +206,39 @@ def cmd_build(args: argparse.Namespace) -> int:
     in_shards = f" in {counts['shards']} shards" if "shards" in counts else ""
     replaced = counts.get("replaced", 0)  # lone surrogates the parsers replaced by U+FFFD
     in_text = f", {replaced} lone surrogates replaced by U+FFFD" if replaced else ""
-    emit(
-        f"built {out}: {counts.get('chunks')} chunks from {counts.get('files')} files"
-        f"{in_shards} ({counts.get('skipped', 0)} skipped, {counts.get('failures')} failed"
-        f"{in_text})"
-    )
-    print_problems(index.failures, index.skipped)
+    if not args.quiet:
+        emit(
+            f"built {out}: {counts.get('chunks')} chunks from {counts.get('files')} files"
+            f"{in_shards} ({counts.get('skipped', 0)} skipped, {counts.get('failures')} failed"
+            f"{in_text})"
+        )
+    print_problems(index.failures, [] if args.quiet else index.skipped)
     return 0
 
 
-def _print_update(out: Path, report: UpdateReport) -> None:
-    emit(
-        f"updated {out}: {len(report.added)} added, {len(report.changed)} changed, "
-        f"{len(report.removed)} removed, {report.unchanged} unchanged "
-        f"({len(report.skipped)} skipped, {len(report.failures)} failed)"
-    )
-    for what, paths in (
-        ("added", report.added),
-        ("changed", report.changed),
-        ("removed", report.removed),
-    ):
-        for path in paths:
-            emit(f"  {what:<8}{path}")
-    print_problems(report.failures, report.skipped)
+def _print_update(out: Path, report: UpdateReport, *, quiet: bool) -> None:
+    """The update's summary ("up to date" when it wrote no version), the files it changed
+    and the problems; ``--quiet``: the failures only."""
+    if not quiet:
+        counts = (
+            f"{report.unchanged} unchanged ({len(report.skipped)} skipped, "
+            f"{len(report.failures)} failed)"
+        )
+        if not report.written:
+            emit(f"{out} is up to date: {counts}")
+        else:
+            emit(
+                f"updated {out}: {len(report.added)} added, {len(report.changed)} changed, "
+                f"{len(report.removed)} removed, {counts}"
+            )
+        for what, paths in (
+            ("added", report.added),
+            ("changed", report.changed),
+            ("removed", report.removed),
+        ):
+            for path in paths:
+                emit(f"  {what:<8}{path}")
+    print_problems(report.failures, [] if quiet else report.skipped)
 
 
 def cmd_update(args: argparse.Namespace) -> int:
@@ -239,7 +249,7 @@ def cmd_update(args: argparse.Namespace) -> int:
         selection=selection_of(args, index.selection),
         password=args.password,
     )
-    _print_update(Path(args.index), report)
+    _print_update(Path(args.index), report, quiet=args.quiet)
     return 0
 
 
@@ -302,14 +312,16 @@ def cmd_rollback(args: argparse.Namespace) -> int:
             raise ConfigError(msg)
         target = older[-1]
     if target == live:
-        emit(f"{root}: {live} is already live")
+        if not args.quiet:
+            emit(f"{root}: {live} is already live")
         return 0
     if target not in names:
         msg = f"{root}: no version {target!r}; kept versions: {', '.join(names)}"
         raise ConfigError(msg)
     # checked in full under the writer lock: a damaged version never goes live
     switch_version(root, target, check=lambda directory: open_version(root, directory))
-    emit(f"rolled back {root}: {target} is live (was {live})")
+    if not args.quiet:
+        emit(f"rolled back {root}: {target} is live (was {live})")
     return 0
 
 

@@ -31,6 +31,7 @@ _PHRASES: tuple[tuple[re.Pattern[str], str], ...] = (
         "give each record a string field with its text (such as 'text')",
     ),
     (re.compile(r"\bmodel=None\b"), "no --model"),
+    (re.compile(r"\bvector=False\b"), "--no-vector"),
 )
 
 _ASSIGNMENT = re.compile(

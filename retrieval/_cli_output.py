@@ -2,8 +2,10 @@ r"""What ``rag`` prints: logging set up for a terminal or a pipe, and one line p
 
 A command's results go to stdout; everything else (warnings, skipped and failed files,
 progress bars) goes to stderr. Progress bars appear only when stderr is a terminal and
-``--quiet`` is off; log records are written above them through ``tqdm.write`` rather than
-through them; both name ``rag`` flags, not Python arguments (:mod:`retrieval._cli_messages`).
+``--quiet`` is off; piped, each long phase prints a ``progress:`` line about every 30 s
+instead (:mod:`parsers._progress`). Log records are written above the bars through
+``tqdm.write`` rather than through them; both name ``rag`` flags, not Python arguments
+(:mod:`retrieval._cli_messages`).
 Third-party libraries are kept quiet unless ``--verbose``: the weight-loading
 bar and load reports of transformers, the download bars of huggingface_hub, Python warnings
 raised inside libraries, and faiss's messages about which CPU build it loaded.
@@ -30,6 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ragtools.parsers import FileError
+from ragtools.parsers._progress import logger as progress_logger
 from ragtools.retrieval._cli_messages import cli_message
 
 PACKAGE_LOGGER = "ragtools"
@@ -111,10 +114,18 @@ def configure(*, verbose: bool, quiet: bool) -> None:
     handler.setFormatter(_Printable("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
+    root.setLevel(logging.ERROR if quiet else logging.WARNING)  # -q: other libraries' too
     logging.captureWarnings(True)
     ours = logging.getLogger(PACKAGE_LOGGER)
     ours.setLevel(logging.DEBUG if verbose else logging.ERROR if quiet else logging.WARNING)
+    # Piped, the phases log their progress (parsers._progress): shown as "progress: ..."
+    # lines, unless --quiet.
+    progress = progress_logger
+    progress_handler = _AboveBars()
+    progress_handler.setFormatter(_Printable("progress: %(message)s"))
+    progress.handlers[:] = [progress_handler]
+    progress.propagate = False
+    progress.setLevel(logging.ERROR if quiet else logging.INFO)
     if not verbose:  # libraries' own warnings (deprecations and the like) are not the user's
         logging.getLogger("py.warnings").setLevel(logging.ERROR)
         logging.getLogger("faiss").setLevel(logging.ERROR)

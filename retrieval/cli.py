@@ -3,7 +3,8 @@
 Errors print one line (what failed, which file, what to do, naming ``rag`` flags rather than
 Python arguments) and exit with status 2;
 ``--verbose`` adds the traceback and this package's DEBUG logging. Progress bars appear only
-on a terminal; ``--quiet`` turns them off. Global options go before or after the command.
+on a terminal (piped: a ``progress:`` line about every 30 s); ``--quiet`` turns them off.
+Global options go before or after the command.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from ragtools.indexes.index import Index
 from ragtools.indexes.settings import IndexSettings
+from ragtools.parsers._progress import default_progress
 from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import ConfigError, RetrievalError
 from ragtools.retrieval import _cli_index
@@ -47,11 +49,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _render_hit(hit: Hit) -> tuple[str, str]:
-    """Two lines: rank, score and source; then the start of the text."""
-    meta = hit.chunk.metadata
-    where = str(meta.get("source", ""))
-    if meta.get("page") is not None:
-        where += f", page {meta['page']}"
+    """Two lines: rank, score and where (source, page, heading path, as the retriever
+    tool cites it); then the start of the text."""
+    from ragtools.retrieval.tools.retriever_tool import place_of
+
+    where = place_of(hit.chunk)
     text = " ".join(hit.chunk.text.split())
     snippet = text[:240] + ("…" if len(text) > 240 else "")
     return f"{hit.rank:>3}. {hit.score:.4f}  {where}", f"     {snippet}"
@@ -72,7 +74,14 @@ def _cmd_search(args: argparse.Namespace) -> int:
         msg = "give one query, or --queries FILE (one query a line; - for stdin), not both"
         raise ConfigError(msg)
     index = Index.open(args.index)
-    retriever = retriever_for(index, args.mode, k=args.k)
+    # the default is what the index has: hybrid, or its one half (asked for, hybrid warns)
+    halves = [
+        name
+        for name, half in (("keyword", index.bm25), ("vector", index.vector))
+        if half is not None
+    ]
+    mode = args.mode or ("hybrid" if len(halves) != 1 else halves[0])
+    retriever = retriever_for(index, mode, k=args.k)
     if args.queries is not None:
         for record in read_queries(args.queries):
             hits = retriever.invoke(record["query"], k=args.k, filter=spec)
@@ -303,7 +312,11 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("index")
     search.add_argument("query", nargs="?", help="the query (or use --queries)")
     search.add_argument(
-        "--mode", type=canonical_retriever, choices=MODES, default="hybrid", help="bm25 = keyword"
+        "--mode",
+        type=canonical_retriever,
+        choices=MODES,
+        default=None,
+        help="bm25 = keyword (default: hybrid; keyword on an index built with --no-vector)",
     )
     search.add_argument("-k", type=int, default=5, help="hits per query")
     search.add_argument(
@@ -428,7 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.quiet = getattr(args, "quiet", False) and not args.verbose
     configure(verbose=args.verbose, quiet=args.quiet)
     try:
-        code: int = args.func(args)
+        with default_progress(False if args.quiet else None):  # -q: not even the embedder's
+            code: int = args.func(args)
         return code
     except (RetrievalError, OSError) as exc:
         if args.verbose:

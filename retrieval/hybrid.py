@@ -22,6 +22,7 @@ queries; before BM25 saturated repeated query terms (``k3``), 0.4 / 0.6 was on t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -40,6 +41,7 @@ from ragtools.retrieval.vector import VectorRetriever
 
 __all__ = ["DEFAULT_CANDIDATE_K", "DEFAULT_FUSION", "DEFAULT_WEIGHTS", "HybridRetriever"]
 
+logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 DEFAULT_FUSION: FusionMethod = "relative_score"
@@ -119,10 +121,15 @@ class HybridRetriever(BaseRetriever):
         fusion: FusionMethod | _Unset = _UNSET,
         **options: object,
     ) -> HybridRetriever:
-        """BM25 + vector over one index (or whichever half it has) with tuned defaults: the
-        fusion ``rag tune`` wrote into the index (``index.settings.fusion``) when it has one,
-        else :data:`DEFAULT_FUSION`, :data:`DEFAULT_WEIGHTS` and :data:`DEFAULT_CANDIDATE_K`.
-        Arguments given win over both (``weights=None``: equal weights)."""
+        """BM25 + vector over one index with tuned defaults: the fusion ``rag tune`` wrote
+        into the index (``index.settings.fusion``) when it has one, else
+        :data:`DEFAULT_FUSION`, :data:`DEFAULT_WEIGHTS` and :data:`DEFAULT_CANDIDATE_K`.
+        Arguments given win over both (``weights=None``: equal weights).
+
+        An index with one half (built with ``vector=False``) gets that half alone and a
+        warning, so a hybrid search that is really a keyword search is never silent; ask
+        for ``KeywordRetriever`` to have it without one.
+        """
         tuned = index.settings.fusion
         if tuned is not None:
             options = {"candidate_k": tuned.candidate_k, "rrf_k": tuned.rrf_k, **options}
@@ -137,6 +144,14 @@ class HybridRetriever(BaseRetriever):
             retrievers.append(VectorRetriever(index))
         if len(retrievers) == 1:
             weights = None
+            has, lacks = ("keyword", "vector") if index.bm25 is not None else ("vector", "keyword")
+            logger.warning(
+                "hybrid search on %s is %s search only: the index has no %s half%s",
+                index.path,
+                has,
+                lacks,
+                " (built with vector=False)" if lacks == "vector" else "",
+            )
         return cls(retrievers, weights=weights, fusion=fusion, **options)  # type: ignore[arg-type]
 
     def _retrieve(self, query: str, k: int, filter: Filter | None) -> list[Hit]:

@@ -193,3 +193,89 @@ def test_private_modules_declare_no_public_names() -> None:
                 if isinstance(target, ast.Name)
             ]
             assert "__all__" not in targets, path
+
+
+def _readme_block(language: str, after: str) -> str:
+    """The first fenced ``language`` block of the README after the line ``after``."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    rest = text[text.index(after) :]
+    start = rest.index(f"```{language}\n") + len(f"```{language}\n")
+    return rest[start : rest.index("```\n", start)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # installs PyTorch and the rest into a new venv, then builds
+def test_the_wheel_with_the_core_only_runs_the_readme_quickstart(tmp_path: Path) -> None:
+    """#36: ``pip install ragtools`` as a user does it: the built wheel in a new venv (no
+    system site-packages, no extra), then the README's tour and its Python example."""
+    import os
+    import shutil
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path / "dist"), str(ROOT)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (wheel,) = (tmp_path / "dist").glob("ragtools-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    # torch's CPU build first, as scripts/setup.sh does, so no CUDA wheels come in
+    subprocess.run([*pip, "torch==2.13.0"], check=True, capture_output=True)
+    subprocess.run([*pip, f"ragtools[core] @ {wheel.as_uri()}"], check=True, capture_output=True)
+    listed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=freeze"],
+        check=True, capture_output=True, text=True,
+    ).stdout.lower()  # fmt: skip
+    for extra_only in ("mcp==", "langchain-core==", "pytest==", "python-docx==", "ray=="):
+        assert extra_only not in listed, extra_only
+
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "README.md", work)
+    shutil.copytree(ROOT / "parsers", work / "parsers", ignore=shutil.ignore_patterns("__py*"))
+    tour = _readme_block("bash", "## A five-minute tour").splitlines()
+    serve = [line for line in tour if line.startswith("rag serve")]
+    steps = [line for line in tour if not line.startswith(("source ", "rag serve"))]
+    env = {
+        **os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VIRTUAL_ENV": str(venv),
+    }  # fmt: skip
+    env.pop("PYTHONPATH", None)
+    script = "set -euo pipefail\n" + "\n".join(steps)
+    ran = subprocess.run(
+        ["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "built my-index" in ran.stdout and "rolled back" in ran.stdout
+    assert len((work / "answers.jsonl").read_text().splitlines()) == 2
+    # rag serve needs the mcp extra: the core says which one to install
+    served = subprocess.run(
+        ["bash", "-c", serve[0]], cwd=work, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert served.returncode == 2 and "ragtools[mcp]" in served.stderr, served.stderr
+    example = _readme_block("python", "## A five-minute tour")
+    shown = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", example], cwd=work, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "hits from {'README.md'}" in shown.stdout and "[1] README.md" in shown.stdout
+
+
+def test_what_the_readme_commands_write_is_ignored_by_git() -> None:
+    """Every folder or file the README's commands write at the repository root (``--out X``,
+    ``> file``) is in ``.gitignore``, so following the README leaves ``git status`` clean."""
+    import re
+
+    import pathspec
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = "\n".join(re.findall(r"```bash\n(.*?)```", readme, re.S))
+    written = set(re.findall(r"--out (\S+)", commands)) | set(re.findall(r" > (\S+)", commands))
+    assert {"my-index", "eval-out", "compare-out", "pdf-index", "answers.jsonl"} <= written
+    ignore = pathspec.GitIgnoreSpec.from_lines((ROOT / ".gitignore").read_text().splitlines())
+    for name in written:
+        probe = name.rstrip("/") + ("" if "." in name else "/x")  # a folder's file, or the file
+        assert ignore.match_file(probe), name

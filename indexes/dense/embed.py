@@ -38,7 +38,7 @@ import numpy.typing as npt
 from ragtools.indexes.dense.model_dir import DEFAULT_MODEL_ID, local_model_dir, shared_model
 from ragtools.indexes.dense.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
 from ragtools.indexes.dense.onnx_export import PRECISIONS
-from ragtools.parsers._progress import progress, should_show
+from ragtools.parsers._progress import counter
 from ragtools.parsers.document import replace_surrogates
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
 from ragtools.parsers.normalize import compact_whitespace
@@ -306,7 +306,7 @@ class SentenceTransformerEmbedder:
         encoder = self._onnx_encoder()
         if encoder is not None:
             batch = [prompt + t for t in texts] if prompt else list(texts)
-            shown = False if query else should_show(self.show_progress)
+            shown = False if query else self.show_progress
             out = encoder.encode(
                 batch, batch_size=self.batch_size, normalize=self.normalize, progress=shown
             )
@@ -329,8 +329,13 @@ class SentenceTransformerEmbedder:
         if query:
             parts = [encode(list(texts), **kwargs)]
         else:
-            bar = progress(slices, desc="embedding", unit="step", show_progress=self.show_progress)
-            parts = [encode(part, **kwargs) for part in bar]
+            parts = []
+            with counter(
+                len(texts), desc="embedding", unit="chunks", show_progress=self.show_progress
+            ) as advance:
+                for part in slices:
+                    parts.append(encode(part, **kwargs))
+                    advance(len(part))
         arrays = [np.asarray(part, dtype=np.float32) for part in parts]
         out = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
         if out.ndim != 2 or out.shape[0] != len(texts):

@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.dense.onnx_export import export_dir, exported_model, onnx_runtime
-from ragtools.parsers._progress import progress as progress_bar
+from ragtools.parsers._progress import counter
 
 __all__ = ["OnnxEncoder", "OnnxPlan", "read_plan", "shared_encoder"]
 
@@ -180,12 +180,13 @@ class OnnxEncoder:
         *,
         batch_size: int = 32,
         normalize: bool = False,
-        progress: bool = False,
+        progress: bool | None = False,
     ) -> npt.NDArray[np.float32]:
         """Embed ``texts``: float32 ``(len(texts), dim)``, as the model's ``encode`` gives them.
 
         ``normalize`` L2-normalises even when the pipeline has no ``Normalize`` module (as
-        ``encode(normalize_embeddings=True)`` does); ``progress`` shows a bar over batches.
+        ``encode(normalize_embeddings=True)`` does); ``progress`` is the ``show_progress`` of
+        the embedding phase (:mod:`parsers._progress`), counted in texts.
         """
         out = np.zeros((len(texts), self.plan.dim), dtype=np.float32)
         if not texts:
@@ -195,10 +196,12 @@ class OnnxEncoder:
             encodings = self._tokenizer.encode_batch(batch)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
         order = np.argsort(lengths, kind="stable")
-        starts = range(0, len(order), batch_size)
-        for start in progress_bar(starts, desc="embedding", unit="batch", show_progress=progress):
-            rows = order[start : start + batch_size]
-            out[rows] = self._run([encodings[i] for i in rows], int(lengths[rows].max()))
+        phase = counter(len(texts), desc="embedding", unit="chunks", show_progress=progress)
+        with phase as advance:
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                out[rows] = self._run([encodings[i] for i in rows], int(lengths[rows].max()))
+                advance(len(rows))
         if normalize or self.plan.normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             out /= np.maximum(norms, 1e-12)

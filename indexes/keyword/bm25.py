@@ -69,6 +69,7 @@ from ragtools.indexes.keyword._math import (
 )
 from ragtools.indexes.ranking import Ranking, allow_mask, check_k, row_ids
 from ragtools.indexes.text.tokenize import Tokenizer
+from ragtools.parsers._progress import progress
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
 
@@ -198,7 +199,8 @@ class BM25Index:
         if all(type(item) is list for item in items):
             token_lists: Sequence[Sequence[str]] = items  # type: ignore[assignment]
         else:
-            token_lists = [self._as_tokens(item, "item") for item in items]
+            rows = progress(items, total=len(items), desc="indexing", unit="chunks")
+            token_lists = [self._as_tokens(item, "item") for item in rows]
         with self._lock:
             first = self.n_rows
             if not token_lists:

@@ -158,7 +158,8 @@ def run_eval(
         precision: the model's precision (:attr:`IndexSettings.precision`).
         depth: documents retrieved per query; metrics are reported at the cut-offs of
             :data:`DEFAULT_K_VALUES` no deeper than this.
-        show_progress: progress bars; ``None`` shows them on a terminal only.
+        show_progress: progress bars; ``None``: on a terminal only, log records elsewhere
+            (:mod:`parsers._progress`).
         hybrid_options: keyword arguments for the ``hybrid`` retriever.
 
     Returns:

@@ -97,7 +97,8 @@ def run_retriever(
         dataset: a :class:`BeirDataset` (its judged queries are run) or ``{query_id: text}``.
         k: documents kept per query.
         batch_size: queries per ``batch`` call; used only when ``throughput`` is true.
-        show_progress: a progress bar on stderr; ``None`` shows it only on a terminal.
+        show_progress: a progress bar on stderr; ``None``: on a terminal only, log records
+            elsewhere (:mod:`parsers._progress`).
         doc_key: maps a hit to its document id; defaults to ``hit.chunk.doc_id``.
         overfetch: chunks asked for per document wanted (>= 1); use 1.0 when every document
             is a single chunk.
@@ -125,7 +126,7 @@ def run_retriever(
     latencies: list[float] = []
     refetches = 0
     for query_id, text in progress(
-        items, total=len(items), desc="queries", show_progress=show_progress, unit="q"
+        items, total=len(items), desc="queries", show_progress=show_progress, unit="queries"
     ):
         docs, elapsed, extra = _retrieve_documents(retriever, text, k, first_fetch, key)
         run[query_id] = docs

@@ -74,6 +74,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.adapted import AdaptedRetriever
 from ragtools.retrieval.base import BaseRetriever, Filter, Retriever
@@ -134,11 +135,7 @@ def format_hit(hit: Hit, document_prompt: str | None = None) -> str:
     page = _page_text(chunk.metadata)
     source = _shown_source(chunk.source)
     if document_prompt is None:
-        headings = chunk.metadata.get("headings")
-        where = source + (f", {page}" if page else "")
-        if isinstance(headings, list) and headings:
-            where = " › ".join([where, *map(str, headings)])
-        return f"[{hit.rank}] {where} (chunk {chunk.id[:8]})\n{chunk.text}"
+        return f"[{hit.rank}] {place_of(chunk)} (chunk {chunk.id[:8]})\n{chunk.text}"
     values = _Blank(chunk.metadata)
     values.update(
         text=chunk.text,
@@ -151,6 +148,17 @@ def format_hit(hit: Hit, document_prompt: str | None = None) -> str:
         rank=hit.rank,
     )
     return document_prompt.format_map(values)
+
+
+def place_of(chunk: Chunk) -> str:
+    """Where a chunk is, as a citation names it: ``docs/guide.md › Install › From source``,
+    ``papers/x.pdf, page 5`` (its source, page and heading path)."""
+    page = _page_text(chunk.metadata)
+    where = _shown_source(chunk.source) + (f", {page}" if page else "")
+    headings = chunk.metadata.get("headings")
+    if isinstance(headings, list) and headings:
+        where = " › ".join([where, *map(str, headings)])
+    return where
 
 
 def format_hits(

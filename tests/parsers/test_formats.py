@@ -144,6 +144,21 @@ def test_markdown_title_is_the_first_heading(tmp_path: Path) -> None:
     assert "# not a heading" in doc.text
 
 
+def test_heading_attribute_lists_stay_out_of_titles_and_heading_paths(tmp_path: Path) -> None:
+    """MkDocs sites (FastAPI's docs) write ``## Default values { #default-values }``: the
+    anchor is markup for the site, not part of the title a citation shows."""
+    text = (
+        "# Query Parameters { #query-parameters }\n\nIntro.\n\n"
+        '## Default values {#defaults .note data-x="1 2"}\n\nThe limit is 10.\n\n'
+        "Use {braces}\n------------\n\nKept as written.\n"
+    )
+    (doc,) = parsers.load(write(tmp_path / "query.md", text))
+    assert doc.metadata["title"] == "Query Parameters"
+    assert doc.metadata["headings"] == ["Query Parameters", "Default values", "Use {braces}"]
+    assert "{ #query-parameters }" in doc.text  # the text itself is kept as written
+    assert first_heading("## Only {#anchor}\n") == "Only"
+
+
 def test_front_matter_edge_cases() -> None:
     assert parse_front_matter("no front matter\n---\n") == ({}, "no front matter\n---\n")
     meta, body = parse_front_matter("---\nempty:\nlist: []\nurl: http://x.org/a:b\n---\nB")

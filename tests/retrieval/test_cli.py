@@ -63,9 +63,24 @@ def test_search_with_filter_and_text_output(keyword_index: Path) -> None:
     assert "bees.txt" in proc.stdout.splitlines()[0]
 
 
-def test_hybrid_on_a_keyword_only_index_falls_back(keyword_index: Path) -> None:
+def test_hybrid_on_a_keyword_only_index_says_so(keyword_index: Path) -> None:
+    """By default a search uses the halves the index has, quietly; asked for hybrid, a
+    keyword-only index answers by keyword and says so (#36: it fell back silently)."""
     proc = rag("search", str(keyword_index), "moon gravity", "--json")
     assert json.loads(proc.stdout)[0]["chunk"]["metadata"]["source"].endswith("tides.md")
+    assert proc.stderr == ""
+    asked = rag("search", str(keyword_index), "moon gravity", "--json", "--mode", "hybrid")
+    assert json.loads(asked.stdout)[0]["chunk"] == json.loads(proc.stdout)[0]["chunk"]
+    assert asked.stderr.splitlines() == [
+        f"WARNING ragtools.retrieval.hybrid: hybrid search on {keyword_index} is keyword search "
+        "only: the index has no vector half (built with --no-vector)"
+    ]
+
+
+def test_plain_search_output_shows_the_heading_path(real_index: Path) -> None:
+    """#36: only the retriever tool's citations had it."""
+    proc = rag("search", str(real_index), "axolotl", "--mode", "keyword", "-k", "1")
+    assert proc.stdout.splitlines()[0].endswith("  docs/quickstart.rst › Quickstart")
 
 
 def test_info(keyword_index: Path) -> None:
@@ -461,3 +476,85 @@ def test_tune_refuses_an_index_without_the_vector_half(keyword_index: Path, tmp_
     proc = rag("tune", str(keyword_index), "--dataset", str(tmp_path), check=False)
     assert proc.returncode != 0
     assert "no vector half (built with --no-vector)" in proc.stderr
+
+
+# ---- output: quiet, piped and on a terminal (#36 item 3) --------------------------------
+
+
+def test_quiet_prints_nothing_on_success(real_folder: Path, tmp_path: Path) -> None:
+    """The real folder skips six files: ``-q`` names none of them, nor any summary."""
+    folder = make_real_folder(tmp_path / "project")
+    out = str(tmp_path / "index")
+    steps: list[tuple[str, ...]] = [
+        ("build", str(folder), "--out", out, "--no-vector", "-q"),
+        ("-q", "update", out),  # nothing changed: no version either
+        ("update", out, "--quiet"),
+    ]
+    for args in steps:
+        proc = rag(*args)
+        assert (proc.stdout, proc.stderr) == ("", ""), args
+    versions = rag("versions", out).stdout
+    assert len(versions.splitlines()) == 1 and "v-000001" in versions
+    (folder / "docs" / "index.md").write_text("# Home\n\nThe quokka framework, renamed.\n")
+    for args in [
+        ("update", out, "-q"),
+        ("rollback", out, "-q"),
+        ("rollback", out, "v-000001", "-q"),
+    ]:
+        proc = rag(*args)
+        assert (proc.stdout, proc.stderr) == ("", ""), args
+    assert rag("update", out).stdout.startswith(f"updated {out}: 0 added, 1 changed")
+
+
+def test_quiet_still_prints_failed_files(docs: Path, tmp_path: Path) -> None:
+    proc = rag("build", str(docs), "--out", str(tmp_path / "i"), "--no-vector", "-q")
+    assert proc.stdout == ""
+    assert [line.split(":")[0] for line in proc.stderr.splitlines()] == [
+        f"failed {docs.resolve() / 'broken.pdf'}"
+    ]
+
+
+def on_a_terminal(*args: str) -> str:
+    """What ``rag args`` shows on a pseudo-terminal (stdout and stderr both on it)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    primary, secondary = pty.openpty()
+    # a terminal of 24 rows and 120 columns: a new pseudo-terminal has 0 columns, where tqdm
+    # draws nothing
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    with subprocess.Popen(
+        [str(RAG), *args], stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env=env
+    ) as proc:
+        os.close(secondary)
+        shown = b""
+        while True:
+            try:
+                data = os.read(primary, 65536)
+            except OSError:  # EIO: the terminal's other end closed
+                break
+            if not data:
+                break
+            shown += data
+        assert proc.wait(timeout=600) == 0, shown
+    os.close(primary)
+    return shown.decode("utf-8", "replace")
+
+
+def test_a_terminal_shows_one_bar_per_phase(real_folder: Path, tmp_path: Path) -> None:
+    shown = on_a_terminal("build", str(real_folder), "--out", str(tmp_path / "i"), "--no-vector")
+    assert "parsing:   0%|" in shown and "/9 [" in shown and "files/s]" in shown
+    assert "indexing:   0%|" in shown and "chunks/s]" in shown
+    assert "progress:" not in shown  # no log lines where bars are drawn
+    assert "built " in shown
+
+
+@pytest.mark.slow
+def test_a_terminal_shows_the_embedding_phase_in_chunks(real_folder: Path, tmp_path: Path) -> None:
+    shown = on_a_terminal("build", str(real_folder), "--out", str(tmp_path / "i"))
+    assert "embedding:   0%|" in shown and "/17 [" in shown and "chunks/s]" in shown
+    quiet = on_a_terminal("build", str(real_folder), "--out", str(tmp_path / "q"), "-q")
+    assert quiet == ""

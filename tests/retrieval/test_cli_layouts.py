@@ -94,10 +94,10 @@ def test_the_same_build_command_twice_updates_in_place(
     again = rag(*command)
     assert again.code == 0, again.stderr
     assert "built differently" not in again.stderr
-    assert again.stdout.startswith(f"updated {out}: 0 added, 0 changed, 0 removed, 2 unchanged")
+    assert again.stdout.startswith(f"{out} is up to date: 2 unchanged")
     updated = rag("update", str(out))
     assert updated.code == 0, updated.stderr
-    assert updated.stdout.startswith(f"updated {out}: 0 added, 0 changed, 0 removed, 2 unchanged")
+    assert updated.stdout.startswith(f"{out} is up to date: 2 unchanged")
     assert "b.md" not in keyword_sources(rag, out, "bees wasps")
     info = json.loads(rag("info", str(out), "--json").stdout)
     assert info["selection"]["exclude"] == ["*.md"]

@@ -75,7 +75,7 @@ def test_update_reports_exactly_the_added_changed_and_removed_files(tmp_path: Pa
     found = rag("search", str(index), "comet tails", "--mode", "keyword", "--json")
     assert sources_of(found)[0] == "comets.txt"
     again = rag("update", str(index))
-    assert "0 added, 0 changed, 0 removed, 3 unchanged" in again.stdout
+    assert again.stdout == f"{index} is up to date: 3 unchanged (0 skipped, 0 failed)\n"
 
 
 def test_build_over_an_index_of_other_sources_changes_nothing(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_build_over_an_index_of_other_sources_changes_nothing(tmp_path: Path) ->
     changed = rag("build", str(docs), "--out", str(index), "--chunk-size", "500", check=False)
     assert changed.returncode == 2 and "chunk_size 1000 (asked: 500)" in changed.stderr
     same = rag("build", str(docs), "--out", str(index), "--no-vector")
-    assert same.stdout.startswith(f"updated {index}: 0 added, 0 changed, 0 removed, 3 unchanged")
+    assert same.stdout.startswith(f"{index} is up to date: 3 unchanged")
     forced = rag("build", str(other), "--out", str(index), "--no-vector", "--force")
     assert forced.stdout.startswith(f"built {index}: 3 chunks from 3 files")
     assert json.loads(rag("info", str(index), "--json").stdout)["sources"] == [str(other.resolve())]
@@ -339,7 +339,7 @@ def test_links_leaving_the_sources_are_skipped_unless_follow_links(tmp_path: Pat
     missing = rag("search", str(index), "plutonium", "--mode", "keyword")
     assert missing.stdout.strip() == "no results"
     again = rag("update", str(index))  # the recorded selection: still not followed
-    assert "0 added" in again.stdout and "(2 skipped, 0 failed)" in again.stdout
+    assert "is up to date" in again.stdout and "(2 skipped, 0 failed)" in again.stdout
     followed = rag("update", str(index), "--follow-links")
     assert followed.stdout.splitlines()[1:] == [
         f"  added   {root / 'key.txt'}",
@@ -348,7 +348,7 @@ def test_links_leaving_the_sources_are_skipped_unless_follow_links(tmp_path: Pat
     found = rag("search", str(index), "plutonium", "--mode", "keyword", "--json")
     assert sources_of(found) == ["key.txt"]
     kept = rag("update", str(index))  # recorded now: nothing removed
-    assert "0 added, 0 changed, 0 removed, 6 unchanged" in kept.stdout
+    assert "is up to date: 6 unchanged" in kept.stdout
     info = json.loads(rag("info", str(index), "--json").stdout)
     assert info["selection"]["follow_links"] is True
     back = rag("update", str(index), "--no-follow-links")

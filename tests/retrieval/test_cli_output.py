@@ -6,12 +6,13 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tqdm import tqdm
 
-from ragtools.parsers import FileError
-from ragtools.retrieval import _cli_output
+from ragtools.parsers import FileError, _progress
+from ragtools.retrieval import _cli_output, cli
 from ragtools.retrieval._cli_output import (
     configure,
     emit_text,
@@ -19,6 +20,7 @@ from ragtools.retrieval._cli_output import (
     printable,
     problem_lines,
 )
+from tests.retrieval.test_cli import make_real_folder
 
 
 @pytest.fixture
@@ -27,9 +29,13 @@ def restored_logging(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(name, raising=False)
     root, ours = logging.getLogger(), logging.getLogger(_cli_output.PACKAGE_LOGGER)
     saved = (root.handlers[:], root.level, ours.level)
+    shown = _cli_output.progress_logger
+    saved_progress = (shown.handlers[:], shown.propagate, shown.level)
     yield
     root.handlers[:], root.level = saved[0], saved[1]
     ours.setLevel(saved[2])
+    shown.handlers[:], shown.propagate = saved_progress[0], saved_progress[1]
+    shown.setLevel(saved_progress[2])
     logging.captureWarnings(False)
     for name in ("py.warnings", "faiss"):
         logging.getLogger(name).setLevel(logging.NOTSET)
@@ -128,3 +134,45 @@ def test_problem_lines_and_log_records_are_printed_escaped(
     lines = ESCAPED.replace("\\n", "\n")  # a traceback keeps its lines; each is escaped
     assert f"ValueError: {lines}" in err
     assert not [c for c in err if (ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F]
+
+
+def test_a_piped_build_prints_progress_lines_each_interval(
+    restored_logging: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A piped build of the real folder, with the 30 s interval shortened to 0 (a line at
+    every step), prints progress lines on stderr for each phase; ``-q`` prints none."""
+    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)
+    folder = make_real_folder(tmp_path / "project")
+    assert cli.main(["build", str(folder), "--out", str(tmp_path / "i"), "--no-vector"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"built {tmp_path / 'i'}: 17 chunks from 9 files")
+    shown = [line for line in err.splitlines() if line.startswith("progress: ")]
+    assert "progress: parsing: 0/9 files (0%), 0.0 files/s" in shown
+    assert any(line.startswith("progress: parsing: 9/9 files (100%), ") for line in shown)
+    assert any(line.startswith("progress: parsing: done, 9 files in ") for line in shown)
+    assert any(line.startswith("progress: indexing: 17/17 chunks (100%), ") for line in shown)
+    assert "\r" not in err
+    assert cli.main(["-q", "build", str(folder), "--out", str(tmp_path / "q"), "--no-vector"]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+def test_a_piped_eval_prints_progress_lines_for_its_queries(
+    restored_logging: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``rag eval`` printed nothing for 35 minutes when piped (#36)."""
+    from tests.retrieval.evaluation.test_beir import write_dataset
+    from tests.retrieval.evaluation.test_eval_command import CORPUS, QRELS, QUERIES
+
+    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)
+    data = write_dataset(tmp_path / "tiny", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
+    args = ["eval", "--dataset", str(data), "--out", str(tmp_path / "out"), "--retrievers", "bm25"]
+    assert cli.main(args) == 0
+    shown = [line for line in capsys.readouterr().err.splitlines() if line.startswith("progress:")]
+    assert any(line.startswith("progress: queries: 5/5 queries (100%), ") for line in shown)
+    assert any(line.startswith("progress: indexing: 7/7 chunks (100%), ") for line in shown)

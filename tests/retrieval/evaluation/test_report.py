@@ -172,3 +172,19 @@ def test_aliases_depth_intervals_and_provenance(tmp_path: Path) -> None:
     lines = written["per_query:keyword"].read_text().splitlines()
     assert lines == ['{"query_id": "q1", "nDCG@10": 1.0}', '{"query_id": "q2", "nDCG@10": 0.0}']
     assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_files_follow_the_umask_as_index_files_do(tmp_path: Path) -> None:
+    """#36: reports were written 0600 (a temporary file's mode) while indexes follow the umask."""
+    import os
+    import stat
+
+    report = build_report("scifact", "test", 300, METRICS)
+    runs = {"bm25": {"1": {"31715818": 12.5}}}
+    old = os.umask(0o027)
+    try:
+        written = write_report(report, tmp_path / "out", runs=runs)
+    finally:
+        os.umask(old)
+    modes = {key: stat.S_IMODE(path.stat().st_mode) for key, path in written.items()}
+    assert modes == dict.fromkeys(written, 0o640)
