@@ -82,6 +82,7 @@ from ragtools.parsers.selection import (
     select_files,
     special_kind,
     special_path,
+    walk_failure,
 )
 
 __all__ = [
@@ -340,6 +341,10 @@ def _plan(
     for index, file in enumerate(files):
         source = str(file)
         try:
+            problem = walk_failure(file)
+            if problem is not None:  # a folder the walk could not list, a loop
+                failed[index] = failure(source, ParseError(source, problem))
+                continue
             kind = special_path(file)
             if kind is not None:
                 skipped.append((source, not_regular(kind)))

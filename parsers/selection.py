@@ -50,6 +50,7 @@ the reference the tests compare with where it agrees with git.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -532,6 +533,11 @@ def select_files(
     Paths are ``root`` joined with the path relative to it, as given (not resolved). A
     ``root`` that is a file is returned alone.
 
+    What the walk cannot read is among the files, so that reading it fails with the reason
+    (:func:`walk_failure`) and is reported, never silently missed: a folder it cannot list
+    (no permission; a path longer than the system takes, some 300 folders deep), a symbolic
+    link loop, a link back to a folder above it (as ``find -L`` reports "file system loop").
+
     Returns:
         ``(files, skipped)``: ``skipped`` holds ``(path, reason)`` for every hidden,
         cached, ignored or excluded file or folder, every broken symbolic link, and every
@@ -550,10 +556,19 @@ def select_files(
     files: list[tuple[str, Path]] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
-    for top, dirs, names in os.walk(base, followlinks=True):
+
+    def unlisted(error: OSError) -> None:  # a folder the walk cannot enter: a failure
+        folder = base if error.filename is None else Path(os.fsdecode(error.filename))
+        files.append((folder.relative_to(base).as_posix(), folder))
+
+    for top, dirs, names in os.walk(base, onerror=unlisted, followlinks=True):
         here = Path(top)
         real = os.path.realpath(here)
-        if real in seen:  # a symbolic link back up the tree
+        if real in seen:
+            if Path(os.path.realpath(here.parent)).is_relative_to(real):  # back up the tree
+                files.append((here.relative_to(base).as_posix(), here))  # a failure (find -L)
+            else:
+                skipped.append((str(here), READ_ALREADY))
             dirs[:] = []
             continue
         seen.add(real)
@@ -578,7 +593,7 @@ def select_files(
             reason = _skip_reason(absolute, relative, False, ignores, exclude)
             if reason is not None:
                 skipped.append((str(path), reason))
-            elif not path.exists():
+            elif not os.path.exists(path) and not _unreachable(path):
                 skipped.append((str(path), "broken symbolic link"))
             elif inside is not None and _leaves(absolute, inside):
                 skipped.append((str(path), LEAVES_ROOT))
@@ -587,6 +602,46 @@ def select_files(
     files.sort(key=lambda item: item[0])
     skipped.sort()
     return [path for _, path in files], skipped
+
+
+READ_ALREADY = "a symbolic link to a folder read already under another name"
+"""Why a second way into one folder is skipped: its files are read once."""
+
+
+def _unreachable(path: Path) -> bool:
+    """Whether ``path`` exists but cannot be reached: a symbolic link loop, or a path longer
+    than the system takes (a file 300 folders deep)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno in (errno.ELOOP, errno.ENAMETOOLONG)
+    return False
+
+
+def walk_failure(path: Path) -> str | None:
+    """Why ``path``, which :func:`select_files` returned among the files, cannot be read as
+    one (``None`` for a file, or for a folder it can list, given as a file by a caller)."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"a symbolic link loop ({exc.strerror}): nothing to read"
+        if exc.errno == errno.ENAMETOOLONG:
+            return (
+                f"cannot be read ({exc.strerror}): the path is longer than the system takes; "
+                "what lies below was not read (give a folder nearer to it as the source)"
+            )
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    if os.path.islink(path) and Path(os.path.abspath(path)).is_relative_to(os.path.realpath(path)):
+        return "a symbolic link to a folder above it (a loop): its files are read there"
+    try:
+        with os.scandir(path):
+            pass
+    except OSError as exc:
+        return f"a folder that cannot be listed ({exc.strerror}): its files were not read"
+    return None
 
 
 def _join(directory: str, name: str) -> str:

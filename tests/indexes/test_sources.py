@@ -165,3 +165,29 @@ def test_a_file_unchanged_since_well_before_its_fingerprint_is_not_read_again(
     os.utime(path, ns=(old + 1, old + 1))
     changed = sources.fingerprint(path, known, time.time_ns())
     assert not sources.same_file(known, changed) and len(hashed) == 2
+
+
+def test_walk_errors_are_in_the_builds_failures_and_nothing_built_is_lost(
+    tmp_path: Path,
+) -> None:
+    """#38: a file 300 folders deep (a path over 4,096 bytes) was silently missed."""
+    from tests.parsers.test_load_dir import deep_folder
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "kept.md").write_text("# Kept\n\nA note that is indexed.\n")
+    (src / "loop").symlink_to("loop")
+    deep = deep_folder(src, 300)
+    start = time.perf_counter()
+    index = Index.build([src], tmp_path / "i", vector=False)
+    assert time.perf_counter() - start < 30
+    assert [c.source for c in index.chunks] == ["kept.md"]
+    failed = {f.path: f.message for f in index.failures}
+    assert "symbolic link loop" in failed[str(src / "loop")]
+    (too_long,) = (p for p in failed if p.startswith(str(src / "folder-0000000")))
+    assert Path(too_long) in [deep, *deep.parents] and "File name too long" in failed[too_long]
+    report = Index.open(tmp_path / "i").update()
+    assert not report.added and not report.removed
+    reopened = Index.open(tmp_path / "i")
+    assert [c.source for c in reopened.chunks] == ["kept.md"]
+    assert {f.path for f in reopened.failures} == set(failed)
