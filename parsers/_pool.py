@@ -43,7 +43,13 @@ from pebble import ProcessExpired, ProcessPool
 from pydantic import JsonValue
 
 from ragtools.parsers import office, pdf  # noqa: F401  (register the formats workers parse)
-from ragtools.parsers._budget import BudgetExceeded, budget_message, memory_message, time_budget
+from ragtools.parsers._budget import (
+    BudgetExceeded,
+    budget_message,
+    file_budget,
+    memory_message,
+    time_budget,
+)
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError, PasswordRequiredError, RetrievalError
 from ragtools.parsers.file_metadata import with_file_metadata
@@ -213,7 +219,8 @@ def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
 
 def _attempt(task: Task, budget: float | None) -> Outcome:
     try:
-        return run_parser(task.spec, task.file, task.source, task.password, budget)
+        seconds = file_budget(budget, task.size)
+        return run_parser(task.spec, task.file, task.source, task.password, seconds)
     except ParseError as exc:
         return failure(task.source, exc)
 
@@ -222,7 +229,8 @@ def _lost(task: Task, exc: BaseException, budget: float | None) -> _Failure:
     """The failure of a file whose worker did not answer: killed at the time budget, or
     dead (a crash, or out of memory). It is never parsed again here: a file that can kill
     a worker would take the caller down with it."""
-    return failure(task.source, ParseError(task.source, _lost_message(exc, budget, None)))
+    seconds = file_budget(budget, task.size)
+    return failure(task.source, ParseError(task.source, _lost_message(exc, seconds, None)))
 
 
 def _lost_message(exc: BaseException, budget: float | None, memory_limit: int | None) -> str:
@@ -280,10 +288,11 @@ def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack, budget: fl
     jobs = [(t, n, _shards(t, size)) for t in tasks if _heavy(t) for n in range(_shards(t, size))]
     jobs.sort(key=lambda job: -job[0].size / job[2])  # longest first: no lone straggler
     logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
-    timeout = None if budget is None else budget + _GRACE
     futures: Jobs = {}
     for task, shard, shards in jobs:
-        args = (str(task.file), task.source, task.spec.name, shard, shards, task.password, budget)
+        seconds = file_budget(budget, task.size)  # a shard has a share of the work and all
+        timeout = None if seconds is None else seconds + _GRACE  # the time: the file's
+        args = (str(task.file), task.source, task.spec.name, shard, shards, task.password, seconds)
         futures[pool.schedule(_work, args=args, timeout=timeout)] = (task, shard, shards)
     return futures
 
