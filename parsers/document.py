@@ -111,8 +111,11 @@ def _replace_in_mapping(mapping: Mapping[str, JsonValue]) -> tuple[dict[str, Jso
 
 
 def _holds(value: JsonValue) -> bool:
-    """Whether a metadata value holds strings (a list or an object)."""
-    return isinstance(value, (list, dict))
+    """Whether a list or object metadata value holds a lone surrogate, in one C-level pass
+    over its JSON (a DOCX outline of 300,000 headings took seconds walked in Python)."""
+    if not isinstance(value, (list, dict)):
+        return False
+    return _LONE_SURROGATE.search(json.dumps(value, ensure_ascii=False)) is not None
 
 
 def document_without_surrogates(
