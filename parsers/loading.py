@@ -31,8 +31,11 @@ again in the caller, so one bomb cannot take the batch down.
 Parallelism: **processes** (pebble's pool), for the heavy formats only (pypdf and the Office
 libraries are pure Python, so threads would serialise on the GIL), used only when the batch
 repays their start-up, a long PDF split by pages over the workers; light formats run in the
-calling process meanwhile. Under the ``spawn`` start method (a caller with threads) a script
-must call :func:`load_dir` under ``if __name__ == "__main__":`` or pass ``workers=1``.
+calling process meanwhile, except a file of ``GUARD_MIN_BYTES`` or more (CSV and JSON records
+aside, whose parsers the timer stops between two records), which gets a worker that can be
+killed at its budget, since its parser may be stuck inside C code (``workers=1`` keeps
+everything in the calling process). Under the ``spawn`` start method (a caller with threads)
+a script must call :func:`load_dir` under ``if __name__ == "__main__":`` or pass ``workers=1``.
 Output is in sorted path order whatever the completion order; :mod:`ragtools.parsers._pool`
 holds that machinery.
 """

@@ -86,11 +86,12 @@ def test_an_unreadable_file_is_one_error_and_the_batch_goes_on(
 # ---- a worker that dies, and the time budget ----------------------------------------------
 
 
-def _fake_docx(monkeypatch: pytest.MonkeyPatch, parse: Any) -> None:
-    """Make ``.docx`` files go to ``parse`` in the pool's workers (forked: they inherit it)."""
-    spec = dataclasses.replace(registry.get_parser("docx"), fn=parse, sniff=None)
-    monkeypatch.setitem(registry._BY_NAME, "docx", spec)
-    monkeypatch.setitem(registry._BY_SUFFIX, ".docx", spec)
+def _fake_docx(monkeypatch: pytest.MonkeyPatch, parse: Any, kind: str = "docx") -> None:
+    """Make ``.docx`` (or ``kind``) files go to ``parse`` in the pool's workers (forked: they
+    inherit it)."""
+    spec = dataclasses.replace(registry.get_parser(kind), fn=parse, sniff=None)
+    monkeypatch.setitem(registry._BY_NAME, kind, spec)
+    monkeypatch.setitem(registry._BY_SUFFIX, f".{kind}", spec)
     monkeypatch.setattr(_pool, "_mp_context", lambda: multiprocessing.get_context("fork"))
 
 
@@ -131,6 +132,24 @@ def test_a_worker_past_its_time_budget_is_killed(
     result = load_dir(tmp_path, workers=2, time_budget=0.5)
     assert [Path(d.source).name for d in result.documents] == ["a.docx"]
     assert [Path(e.path).name for e in result.errors] == ["bomb.docx"]
+    assert "longer than the time budget of 0.5 s" in result.errors[0].message
+
+
+def test_a_large_light_file_stuck_where_no_timer_reaches_is_killed_in_its_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#38 item 8: light formats were parsed in the calling process, where a parser inside C
+    code (lxml on an HTML of 500,000 attributes: past 60 s) outlived the budget."""
+    _fake_docx(monkeypatch, _text_or("hang"), kind="html")
+    monkeypatch.setattr(_pool, "_GRACE", 0.5)
+    monkeypatch.setattr(_pool, "GUARD_MIN_BYTES", 1000)
+    (tmp_path / "bomb.html").write_text("<p>" + "x " * 1000 + "</p>", encoding="utf-8")
+    (tmp_path / "small.html").write_text("<p>a small page</p>", encoding="utf-8")
+    start = time.perf_counter()
+    result = load_dir(tmp_path, time_budget=0.5)
+    assert time.perf_counter() - start < 30  # the issue's bound
+    assert [Path(d.source).name for d in result.documents] == ["small.html"]
+    assert [Path(e.path).name for e in result.errors] == ["bomb.html"]
     assert "longer than the time budget of 0.5 s" in result.errors[0].message
 
 
