@@ -34,6 +34,19 @@ DEFAULT_TIME_BUDGET = 30.0
 a fraction of that."""
 
 
+BUDGET_BYTES_PER_SECOND = 256 * 1024
+"""Bytes of a file that earn it one second more than the time budget: a large valid file
+(a JSON of a million records, a CSV of half a million rows) takes time in proportion to its
+size, while a small crafted one that blows up (a bomb) does not earn any."""
+
+
+def file_budget(seconds: float | None, size: int) -> float | None:
+    """The time budget of one file of ``size`` bytes: ``seconds`` (``None``: no limit), plus a
+    second per :data:`BUDGET_BYTES_PER_SECOND`, so the budget scales with the work a genuine
+    file of that size needs (a 39 MB JSON of 10^6 records: 30 s + 149 s)."""
+    return None if seconds is None else seconds + size / BUDGET_BYTES_PER_SECOND
+
+
 MAX_TEXT_CHARS = 20_000_000
 """Characters of text one file may produce (some 10,000 pages): a small file that repeats
 one string or drawing (shared cells, one content stream drawn by every page) cannot grow
@@ -80,8 +93,9 @@ class BudgetExceeded(BaseException):
 def budget_message(seconds: float) -> str:
     """The failure message of a file that ran out of time."""
     return (
-        f"parsing took longer than the time budget of {seconds:g} s and was stopped; "
-        "raise time_budget if the file is genuine"
+        f"parsing took longer than the time budget of {round(seconds, 1):g} s (time_budget, "
+        f"and a second per {BUDGET_BYTES_PER_SECOND // 1024} KiB of the file) and was "
+        "stopped; raise time_budget if the file is genuine"
     )
 
 

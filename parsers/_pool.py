@@ -43,7 +43,13 @@ from pebble import ProcessExpired, ProcessPool
 from pydantic import JsonValue
 
 from ragtools.parsers import office, pdf  # noqa: F401  (register the formats workers parse)
-from ragtools.parsers._budget import BudgetExceeded, budget_message, memory_message, time_budget
+from ragtools.parsers._budget import (
+    BudgetExceeded,
+    budget_message,
+    file_budget,
+    memory_message,
+    time_budget,
+)
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError, PasswordRequiredError, RetrievalError
 from ragtools.parsers.file_metadata import with_file_metadata
@@ -57,6 +63,14 @@ POOL_MIN_BYTES = 1024 * 1024
 #: otherwise keep one core busy while the other idles (117-page GeoTopo: 5 s of 6).
 SHARD_MIN_BYTES = 512 * 1024
 _HEAVY = frozenset({"pdf", "docx", "pptx", "xlsx"})
+#: A light format's file from this size on is parsed in a worker too, whatever the batch:
+#: its parser may spend minutes inside C code (lxml on an HTML of 500,000 attributes), where
+#: the in-process timer cannot stop it, and only a worker can be killed.
+GUARD_MIN_BYTES = 1024 * 1024
+#: Light formats left in the calling process at any size: their parsers loop in Python over
+#: the records (the timer stops them between two), and a worker would send a million
+#: documents back as JSON, doubling the cost of a genuine large file.
+_STREAMED = frozenset({"csv", "json"})
 #: Seconds past the time budget before the pool kills a worker: time for the worker's own
 #: timer to report the file, which it can do unless the parser is stuck in C code.
 _GRACE = 5.0
@@ -213,7 +227,8 @@ def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
 
 def _attempt(task: Task, budget: float | None) -> Outcome:
     try:
-        return run_parser(task.spec, task.file, task.source, task.password, budget)
+        seconds = file_budget(budget, task.size)
+        return run_parser(task.spec, task.file, task.source, task.password, seconds)
     except ParseError as exc:
         return failure(task.source, exc)
 
@@ -222,7 +237,8 @@ def _lost(task: Task, exc: BaseException, budget: float | None) -> _Failure:
     """The failure of a file whose worker did not answer: killed at the time budget, or
     dead (a crash, or out of memory). It is never parsed again here: a file that can kill
     a worker would take the caller down with it."""
-    return failure(task.source, ParseError(task.source, _lost_message(exc, budget, None)))
+    seconds = file_budget(budget, task.size)
+    return failure(task.source, ParseError(task.source, _lost_message(exc, seconds, None)))
 
 
 def _lost_message(exc: BaseException, budget: float | None, memory_limit: int | None) -> str:
@@ -240,21 +256,37 @@ def _heavy(task: Task) -> bool:
     return task.spec.builtin and task.spec.name in _HEAVY
 
 
+def _guarded(task: Task) -> bool:
+    """A large file of a light format whose parser could be stuck in C code (see
+    :data:`GUARD_MIN_BYTES`)."""
+    light = task.spec.name not in _HEAVY | _STREAMED
+    return task.spec.builtin and light and task.size >= GUARD_MIN_BYTES
+
+
+def _pooled(task: Task) -> bool:
+    return _heavy(task) or _guarded(task)
+
+
 def _shards(task: Task, size: int) -> int:
     return size if task.spec.name == "pdf" and task.size >= SHARD_MIN_BYTES else 1
 
 
 def pool_size(tasks: list[Task], workers: int | None) -> int:
+    """Workers to start: none for a batch that does not repay them, at least one for a
+    :func:`_guarded` file (unless ``workers`` is 1: everything in the calling process)."""
     heavy = [t for t in tasks if _heavy(t)]
     big = any(_shards(t, 2) > 1 for t in heavy)
-    if not heavy or (len(heavy) < 2 and not big) or multiprocessing.current_process().daemon:
-        return 0  # (daemonic processes, e.g. pool workers, may not start processes)
+    guarded = workers != 1 and any(_guarded(t) for t in tasks)
+    if multiprocessing.current_process().daemon:
+        return 0  # daemonic processes, e.g. pool workers, may not start processes
+    if not guarded and (not heavy or (len(heavy) < 2 and not big)):
+        return 0
     if workers is None:
-        if sum(t.size for t in heavy) < POOL_MIN_BYTES:
+        if not guarded and sum(t.size for t in heavy) < POOL_MIN_BYTES:
             return 0
         workers = os.cpu_count() or 1
-    size = workers if big else min(workers, len(heavy))
-    return size if size > 1 else 0
+    size = workers if big else min(workers, len([t for t in tasks if _pooled(t)]))
+    return size if size > 1 or guarded else 0
 
 
 def _mp_context() -> BaseContext:
@@ -277,13 +309,14 @@ def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack, budget: fl
     pool = ProcessPool(size, initializer=_init_worker, context=_mp_context())
     stack.callback(pool.join)
     stack.callback(pool.stop)  # runs first: kills what is left when the caller gives up
-    jobs = [(t, n, _shards(t, size)) for t in tasks if _heavy(t) for n in range(_shards(t, size))]
+    jobs = [(t, n, _shards(t, size)) for t in tasks if _pooled(t) for n in range(_shards(t, size))]
     jobs.sort(key=lambda job: -job[0].size / job[2])  # longest first: no lone straggler
     logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
-    timeout = None if budget is None else budget + _GRACE
     futures: Jobs = {}
     for task, shard, shards in jobs:
-        args = (str(task.file), task.source, task.spec.name, shard, shards, task.password, budget)
+        seconds = file_budget(budget, task.size)  # a shard has a share of the work and all
+        timeout = None if seconds is None else seconds + _GRACE  # the time: the file's
+        args = (str(task.file), task.source, task.spec.name, shard, shards, task.password, seconds)
         futures[pool.schedule(_work, args=args, timeout=timeout)] = (task, shard, shards)
     return futures
 

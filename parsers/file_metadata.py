@@ -105,7 +105,10 @@ def with_file_metadata(
     if metadata == document.metadata:
         return document
     old = document.metadata.get("source")
-    auto_id = stable_id("doc", old, document.metadata.get("page"), document.text)
-    if document.id == auto_id:
-        return Document(text=document.text, metadata=metadata)
-    return Document(id=document.id, text=document.text, metadata=metadata)
+    page = document.metadata.get("page")
+    doc_id = document.id
+    if doc_id == stable_id("doc", old, page, document.text):
+        doc_id = stable_id("doc", source, page, document.text)
+    # a copy, not a new model: the fields were validated and extra holds JSON scalars, and
+    # validating again cost most of the time of a file of a million records
+    return document.model_copy(update={"id": doc_id, "metadata": metadata})

@@ -31,8 +31,11 @@ again in the caller, so one bomb cannot take the batch down.
 Parallelism: **processes** (pebble's pool), for the heavy formats only (pypdf and the Office
 libraries are pure Python, so threads would serialise on the GIL), used only when the batch
 repays their start-up, a long PDF split by pages over the workers; light formats run in the
-calling process meanwhile. Under the ``spawn`` start method (a caller with threads) a script
-must call :func:`load_dir` under ``if __name__ == "__main__":`` or pass ``workers=1``.
+calling process meanwhile, except a file of ``GUARD_MIN_BYTES`` or more (CSV and JSON records
+aside, whose parsers the timer stops between two records), which gets a worker that can be
+killed at its budget, since its parser may be stuck inside C code (``workers=1`` keeps
+everything in the calling process). Under the ``spawn`` start method (a caller with threads)
+a script must call :func:`load_dir` under ``if __name__ == "__main__":`` or pass ``workers=1``.
 Output is in sorted path order whatever the completion order; :mod:`ragtools.parsers._pool`
 holds that machinery.
 """
@@ -58,7 +61,7 @@ from ragtools.parsers import (  # noqa: F401  (register formats)
     svg,
     text,
 )
-from ragtools.parsers._budget import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_BUDGET
+from ragtools.parsers._budget import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_BUDGET, file_budget
 from ragtools.parsers._pool import (
     Jobs,
     Outcome,
@@ -82,6 +85,7 @@ from ragtools.parsers.selection import (
     select_files,
     special_kind,
     special_path,
+    walk_failure,
 )
 
 __all__ = [
@@ -196,8 +200,9 @@ def load(
             (only the file name when the path is absolute); ``path`` is the absolute path
             (see :mod:`parsers.file_metadata` for ``file_type``, ``mtime`` and ``size``).
         password: for encrypted PDFs.
-        time_budget: seconds the parse may take (``None``: no limit); enforced in the
-            main thread on POSIX (see :mod:`parsers._budget`).
+        time_budget: seconds the parse may take (``None``: no limit), plus one per
+            ``BUDGET_BYTES_PER_SECOND`` of the file, so large valid files get the time their
+            size needs; enforced in the main thread on POSIX (see :mod:`parsers._budget`).
         max_bytes: a larger file (by its ``stat`` size: a sparse file's apparent size) is
             refused before it is opened.
 
@@ -217,8 +222,8 @@ def load(
         >>> len(docs), docs[0].metadata["page"]
         (14, 1)
     """
-    source, file, spec = _prepare(path, time_budget, max_bytes)
-    return _finish(source, file, spec, run_parser(spec, file, source, password, time_budget))
+    source, file, spec, seconds = _prepare(path, time_budget, max_bytes)
+    return _finish(source, file, spec, run_parser(spec, file, source, password, seconds))
 
 
 def load_isolated(
@@ -265,25 +270,32 @@ def load_isolated(
     if memory_limit is not None and memory_limit < 1:
         msg = f"memory_limit must be a positive number of bytes or None, got {memory_limit}"
         raise ConfigError(msg)
-    source, file, spec = _prepare(path, time_budget, max_bytes)
+    source, file, spec, seconds = _prepare(path, time_budget, max_bytes)
     if spec.builtin:
-        args = (password, time_budget, memory_limit, cancelled)
+        args = (password, seconds, memory_limit, cancelled)
         parsed = run_isolated(spec, file, source, *args)
     else:
-        parsed = run_parser(spec, file, source, password, time_budget)
+        parsed = run_parser(spec, file, source, password, seconds)
     return _finish(source, file, spec, parsed)
 
 
 def _prepare(
     path: str | os.PathLike[str], time_budget: float | None, max_bytes: int
-) -> tuple[str, Path, ParserSpec]:
-    """The checks before a parse: arguments, the file (kind, size, head) and its parser."""
+) -> tuple[str, Path, ParserSpec, float | None]:
+    """The checks before a parse: arguments, the file (kind, size, head), its parser and its
+    time budget (:func:`~parsers._budget.file_budget`: it grows with the file's size)."""
     _check_budget(time_budget)
     _check_max_bytes(max_bytes)
     source = os.fspath(path)
     file = Path(source)
     head = _read_head(file, source, max_bytes)
-    return source, file, _resolve(file, head, source)
+    spec = _resolve(file, head, source)
+    try:
+        size = file.stat().st_size
+    except OSError as exc:
+        msg = f"cannot read the file ({exc.strerror or exc})"
+        raise ParseError(source, msg) from exc
+    return source, file, spec, file_budget(time_budget, size)
 
 
 def _finish(source: str, file: Path, spec: ParserSpec, parsed: list[Document]) -> list[Document]:
@@ -340,6 +352,10 @@ def _plan(
     for index, file in enumerate(files):
         source = str(file)
         try:
+            problem = walk_failure(file)
+            if problem is not None:  # a folder the walk could not list, a loop
+                failed[index] = failure(source, ParseError(source, problem))
+                continue
             kind = special_path(file)
             if kind is not None:
                 skipped.append((source, not_regular(kind)))
@@ -430,8 +446,9 @@ def load_dir(
             ``__pycache__`` are always skipped, and symbolic links leaving ``root`` unless
             ``follow_links``.
         password: for encrypted PDFs.
-        time_budget: seconds one file may take to parse (``None``: no limit); a file over
-            it is stopped and becomes an entry of ``errors``.
+        time_budget: seconds one file may take to parse (``None``: no limit), plus one
+            per ``BUDGET_BYTES_PER_SECOND`` of it; a file over it is stopped and becomes an
+            entry of ``errors``.
 
     Returns:
         Documents, per-file errors and skipped files, each in sorted path order.

@@ -61,6 +61,8 @@ def normalize_text(text: str) -> str:
         >>> normalize_text("Auﬂage\\t1,  \\r\\n\\r\\n\\r\\n\\r\\n    seite\\ufffd 2 ")
         'Auflage\\t1,\\n\\n    seite 2'
     """
+    if text.isascii() and text.isprintable():  # one line of plain ASCII: a table's cell
+        return text.rstrip()
     text = _LINE_BREAKS.sub("\n", text)
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)

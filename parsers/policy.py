@@ -53,10 +53,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import filetype
-import pathspec
 
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec
-from ragtools.parsers.selection import Selection
+from ragtools.parsers.selection import Selection, compile_patterns
 from ragtools.parsers.svg import svg_words
 
 __all__ = [
@@ -157,14 +156,14 @@ def select_documents(
         selection: the rules of the walk; its include patterns override the defaults.
     """
     include = selection.include if selection is not None else ()
-    named = pathspec.GitIgnoreSpec.from_lines(include) if include else None
+    named = compile_patterns(include, "include pattern") if include else None
     kept: list[Path] = []
     skipped: list[tuple[str, str]] = []
     for file in files:
         reason = None
         if _could_skip(file):
             relative = os.path.relpath(file, root).replace(os.sep, "/")
-            if named is None or not named.match_file(relative):
+            if named is None or not named.match(relative):
                 head = _head(file)
                 reason = None if head is None else default_skip(file, head)
         if reason is None:

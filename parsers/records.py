@@ -179,18 +179,22 @@ def _title_column(records: Sequence[Record]) -> str | None:
 def _row_documents(records: Sequence[Record], source: str) -> list[Document]:
     """One document per CSV row, every column searchable (see the module docstring)."""
     title_column = _title_column(records)
+    names: dict[Any, str] = {}  # each column's name as the text spells it, normalised once
     documents: list[Document] = []
     for row, fields in records:
         lines = []
+        title = ""
         for key, value in fields.items():
             cell = normalize_text(_cell(value))
-            if cell:
-                lines.append(f"{str(key).strip()}: {cell}")
+            if cell:  # lines of normalised parts, joined, are normalised text
+                if key not in names:
+                    names[key] = normalize_text(str(key).strip())
+                lines.append(f"{names[key]}: {cell}")
+                title = cell if key == title_column else title
         if not lines:
             continue
-        text = normalize_text("\n".join(lines))
+        text = "\n".join(lines)
         metadata = _metadata(fields, frozenset(), source, row)
-        title = normalize_text(_cell(fields.get(title_column))) if title_column else ""
         if title:
             metadata["title"] = " ".join(title.split())
         documents.append(

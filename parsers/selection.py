@@ -14,7 +14,10 @@ reason, never as a failure:
   them are candidates (the others are not reported: they were never asked for).
 
 Patterns use the ``.gitignore`` syntax (``*.md`` at any depth, ``docs/*.md`` under ``docs``,
-``build/`` a directory), matched with ``pathspec``, the library pip and black use for it.
+``build/`` a directory) with git's meaning, taken from git's own ``dir.c`` and ``wildmatch.c``
+and checked against ``git check-ignore`` itself: a path's leading folders are decided first,
+and a folder ignored ignores all below it (a ``!`` line cannot re-include a file there); at
+each folder and at the path itself the last matching line wins.
 An ignored or excluded directory is one skipped entry: it is not walked. A file named
 explicitly (not a folder) is always taken.
 
@@ -27,19 +30,27 @@ A ``.gitignore`` that is a symbolic link is not read, as git (2.32 and later) do
 **Patterns match in time linear in the path.** ``.gitignore`` files come with cloned
 repositories, content the user does not control, and Python's backtracking ``re`` takes
 exponential time on patterns such as ``*a*a*a…*b`` (what ``pathspec`` compiles them to by
-default). Patterns are therefore matched by RE2 (``google-re2``, pathspec's ``re2``
-backend), an automaton with no backtracking, after runs of three or more ``*`` are cut to
+default). Patterns are therefore translated here to RE2 (``google-re2``), an automaton with
+no backtracking, after runs of three or more ``*`` are cut to
 ``**`` (git reads them so). Translating a pattern is itself superlinear in its length, so
 a pattern longer than :data:`MAX_PATTERN_CHARS` is refused (:class:`ConfigError` for one
 given to :class:`Selection` or a filter; a ``.gitignore`` line is left out with a
 WARNING), and a ``.gitignore`` larger than :data:`MAX_IGNORE_BYTES` or with more than
 :data:`MAX_IGNORE_PATTERNS` patterns is not applied (a WARNING), as git itself does past
-100 MiB. A set of patterns too large for one RE2 automaton is matched one RE2 pattern at a
-time: slower, still linear.
+100 MiB. A set of patterns too large for one RE2 automaton is matched as several. A path
+of ``d`` parts is matched ``d`` times (each leading folder, as git does), so the cost is at
+most its depth times its length.
+
+pathspec, the library pip and black use, is not the matcher: its expression for a pattern
+matches the path *or anything below it*, which loses which folder matched, and the
+priorities it settles that with differ between its backends and from git (``!*``, ``a``,
+``!a`` ignored the folder ``a/`` under RE2); its ``[!a]`` also matches a ``/``. It remains
+the reference the tests compare with where it agrees with git.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -49,9 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pathspec
 import re2
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from ragtools.parsers.errors import ConfigError
 
@@ -83,8 +92,8 @@ MAX_IGNORE_BYTES = 1024 * 1024
 MAX_IGNORE_PATTERNS = 2000
 """A ``.gitignore`` with more patterns than this is not applied (a WARNING says so). Real
 ones have tens to a few hundred; every path below the file is matched against each of its
-patterns, by one RE2 automaton while they fit in one (about this many), else one pattern
-at a time, which costs some microseconds per pattern and path."""
+patterns, by one RE2 automaton while they fit in one (about this many pathological ones),
+else by a few, each a scan of the path."""
 
 LEAVES_ROOT = "symbolic link leaving the build root (pass --follow-links to follow it)"
 """Why a symbolic link whose target lies outside the folder being read is skipped."""
@@ -115,30 +124,203 @@ def _matchable(path: str) -> str:
     return path
 
 
+_POSIX = {  # git's own ctype is ASCII-only ("sane_ctype"); so are these
+    "alnum": ((48, 57), (65, 90), (97, 122)),
+    "alpha": ((65, 90), (97, 122)),
+    "blank": ((9, 9), (32, 32)),
+    "cntrl": ((0, 31), (127, 127)),
+    "digit": ((48, 57),),
+    "graph": ((33, 126),),
+    "lower": ((97, 122),),
+    "print": ((32, 126),),
+    "punct": ((33, 47), (58, 64), (91, 96), (123, 126)),
+    "space": ((9, 13), (32, 32)),
+    "upper": ((65, 90),),
+    "xdigit": ((48, 57), (65, 70), (97, 102)),
+}
+_SLASH = ord("/")
+
+
+class _NoMatch(Exception):
+    """A pattern git reads but that matches no path (an unclosed ``[``, an unknown
+    ``[:class:]``, a class of ``/`` alone)."""
+
+
+def _bracket(glob: str, start: int) -> tuple[str, int]:
+    """The RE2 class for the bracket expression at ``glob[start] == "["`` and the index past
+    it, as git's ``wildmatch`` reads it: ``!`` or ``^`` negates, a first ``]`` is literal,
+    ``\\`` escapes, ``a-z`` ranges, ``[:alpha:]`` classes; never ``/`` (``WM_PATHNAME``)."""
+    at, end = start + 1, len(glob)
+    negated = at < end and glob[at] in "!^"
+    at += negated
+    spans: list[tuple[int, int]] = []
+    first = True
+    while first or (at < end and glob[at] != "]"):
+        first = False
+        if at >= end:
+            raise _NoMatch
+        char = glob[at]
+        if char == "\\":
+            at += 1
+            if at >= end:
+                raise _NoMatch
+            spans.append((ord(glob[at]), ord(glob[at])))
+        elif char == "-" and spans and at + 1 < end and glob[at + 1] != "]":
+            at += 1 + (glob[at + 1] == "\\")
+            if at >= end:
+                raise _NoMatch
+            spans[-1] = (spans[-1][0], ord(glob[at]))
+        elif glob.startswith("[:", at) and (close := glob.find(":]", at + 2)) != -1:
+            name = glob[at + 2 : close]
+            if name not in _POSIX:
+                raise _NoMatch
+            spans += _POSIX[name]
+            at = close + 1
+        else:
+            spans.append((ord(char), ord(char)))
+        at += 1
+    if at >= end:
+        raise _NoMatch
+    kept = []  # a range over "/" is cut in two around it
+    for low, high in spans:
+        kept += [(a, b) for a, b in ((low, min(high, _SLASH - 1)), (max(low, _SLASH + 1), high))]
+    kept = [(a, b) for a, b in kept if a <= b]
+    if not kept and not negated:
+        raise _NoMatch
+    body = "".join(f"\\x{{{a:x}}}" + (f"-\\x{{{b:x}}}" if b > a else "") for a, b in kept)
+    return ("[^/" if negated else "[") + body + "]", at + 1
+
+
+def _translate(glob: str, basename: bool) -> str:
+    """The RE2 expression of a wildmatch ``glob`` over a whole path (``basename``: over its
+    last part, with any folders before it). ``*`` and ``?`` stay within a part; ``**`` as a
+    whole part crosses parts (``**/`` any folders, a final ``/**`` anything below)."""
+    out = ["(?:.*/)?"] if basename else []
+    at, end = 0, len(glob)
+    # git compares the literal beginning first and matches the rest as a pattern of its own,
+    # where a "**" then starts the pattern ("b**/a" matches "ba"): so does this
+    literal = next((n for n, char in enumerate(glob) if char in "*?[\\"), end)
+    while at < end:
+        char = glob[at]
+        if char == "*":
+            run = at
+            while at < end and glob[at] == "*":
+                at += 1
+            whole = (run in (0, literal) or glob[run - 1] == "/") and (at == end or glob[at] == "/")
+            if whole and at - run > 1 and not basename:
+                if at == end:
+                    out.append(".*")
+                elif out[-1:] != ["(?:.*/)?"]:
+                    out.append("(?:.*/)?")
+                at += 1  # the "/" is in the expression
+            else:
+                out.append("[^/]*")
+            continue
+        if char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            regex, at = _bracket(glob, at)
+            out.append(regex)
+            continue
+        elif char == "\\":
+            at += 1
+            if at == end:
+                msg = f"a lone trailing backslash in {glob!r}: escape it as \\\\"
+                raise ValueError(msg)
+            out.append(re2.escape(glob[at]))
+        else:
+            out.append(re2.escape(char))
+        at += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One pattern line, as git's ``dir.c`` parses it."""
+
+    regex: str
+    ignores: bool  # False for a "!" line, which re-includes
+    folder_only: bool  # a trailing "/"
+
+
+def _rule(line: str) -> _Rule | None:
+    """The line as a rule, ``None`` for a comment, a blank line or a pattern matching nothing."""
+    if line.startswith("#"):
+        return None
+    text = re.sub(r"(?<!\\)( +)$", "", line)  # git trims unescaped trailing spaces
+    ignores = not text.startswith("!")
+    text = text if ignores else text[1:]
+    folder_only = text.endswith("/")
+    text = text[:-1] if folder_only else text
+    basename = "/" not in text  # "*.md": the last part, at any depth
+    text = text if basename else text.removeprefix("/")
+    if not text:
+        return None
+    try:
+        return _Rule(_translate(text, basename), ignores, folder_only)
+    except _NoMatch:
+        return None
+
+
+def _options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False
+    options.never_capture = True
+    options.dot_nl = True  # a file name may hold a line break; git's * matches it
+    return options
+
+
+_OPTIONS = _options()
+
+
 @dataclass(frozen=True)
 class Patterns:
-    """Compiled ``.gitignore``-style patterns (:func:`compile_patterns`), matched by RE2."""
+    """Compiled ``.gitignore``-style patterns (:func:`compile_patterns`), matched by RE2.
 
-    spec: pathspec.GitIgnoreSpec
+    :meth:`decide` follows git (``dir.c``): a path's leading folders are looked at first,
+    outermost first, and one that a pattern ignores ignores everything below it (a file in
+    an ignored folder cannot be re-included); else the path itself is decided. At each
+    step the last pattern matching that very folder or file wins.
+
+    Attributes:
+        rules: the pattern lines kept, in file order.
+        automata: RE2 sets over consecutive runs of ``rules``, each with the position of
+            its first rule: one set, unless the patterns are too many for one automaton.
+    """
+
+    rules: tuple[_Rule, ...]
+    automata: tuple[tuple[int, Any], ...]
 
     def match(self, path: str) -> bool:
-        """True when ``path`` (``/``-separated, relative; a folder ends with ``/``) matches."""
-        return bool(self.spec.match_file(_matchable(path)))
+        """True when ``path`` (``/``-separated, relative; a folder ends with ``/``) is ignored,
+        or lies in an ignored folder."""
+        return self.decide(path) is True
 
     def decide(self, path: str) -> bool | None:
-        """``True`` ignored, ``False`` re-included by a ``!`` line, ``None`` no line matched."""
-        return self.spec.check_file(_matchable(path)).include
+        """``True`` ignored, ``False`` re-included by a ``!`` line, ``None`` no line matched.
 
+        Each leading folder is matched on its own, so a path of ``d`` parts costs ``d``
+        scans of at most its length, each linear: nothing backtracks.
+        """
+        text = _matchable(path)
+        folder = text.endswith("/")
+        text = text[:-1] if folder else text
+        end = text.find("/")
+        while end != -1:
+            if self._last(text[:end], folder=True):
+                return True
+            end = text.find("/", end + 1)
+        return self._last(text, folder=folder)
 
-def _one_at_a_time(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
-    """The patterns as pathspec's simple backend runs them, each an RE2 expression of its
-    own: for a set too large for one RE2 automaton (a few thousand patterns)."""
-    patterns = []
-    for line in lines:
-        regex, include = GitIgnoreSpecPattern.pattern_to_regex(line)
-        if regex is not None and include is not None:
-            patterns.append(GitIgnoreSpecPattern(re2.compile(regex), include))
-    return pathspec.GitIgnoreSpec(patterns, backend="simple")
+    def _last(self, text: str, *, folder: bool) -> bool | None:
+        """Whether the last rule matching ``text`` itself ignores it (``None``: none does)."""
+        found = [
+            first + number
+            for first, automaton in self.automata
+            for number in automaton.Match(text) or ()
+            if folder or not self.rules[first + number].folder_only
+        ]
+        return self.rules[max(found)].ignores if found else None
 
 
 def compile_patterns(lines: Iterable[str], what: str) -> Patterns:
@@ -149,8 +331,8 @@ def compile_patterns(lines: Iterable[str], what: str) -> Patterns:
         what: what they are, for messages (``"exclude pattern"``, ``"$glob at filter.path"``).
 
     Raises:
-        ConfigError: a pattern longer than :data:`MAX_PATTERN_CHARS`, or one pathspec
-            cannot read (a lone trailing backslash).
+        ConfigError: a pattern longer than :data:`MAX_PATTERN_CHARS`, or one git cannot
+            read (a lone trailing backslash).
     """
     cut = [_cut_stars(line) for line in lines]
     for line in cut:
@@ -161,14 +343,29 @@ def compile_patterns(lines: Iterable[str], what: str) -> Patterns:
             )
             raise ConfigError(msg)
     try:
-        try:
-            spec = pathspec.GitIgnoreSpec.from_lines(cut, backend="re2")
-        except re2.error:
-            spec = _one_at_a_time(cut)
-    except (ValueError, TypeError, re2.error) as exc:
+        rules = tuple(rule for rule in map(_rule, cut) if rule is not None)
+        return Patterns(rules, tuple(_automata([rule.regex for rule in rules], 0)))
+    except (ValueError, re2.error) as exc:
         msg = f"invalid {what} in {list(cut)!r} ({exc}); use .gitignore syntax"
         raise ConfigError(msg) from exc
-    return Patterns(spec)
+
+
+def _automata(regexes: Sequence[str], first: int) -> list[tuple[int, Any]]:
+    """RE2 sets over ``regexes`` (the first at position ``first``): one, or when that is too
+    large for RE2's memory bound (some thousand pathological patterns), each half's."""
+    if not regexes:
+        return []
+    automaton = re2.Set.FullMatchSet(_OPTIONS)
+    for regex in regexes:
+        automaton.Add(regex)
+    try:
+        automaton.Compile()
+    except re2.error:
+        if len(regexes) == 1:
+            raise
+        half = len(regexes) // 2
+        return _automata(regexes[:half], first) + _automata(regexes[half:], first + half)
+    return [(first, automaton)]
 
 
 def _compile(patterns: Sequence[str], what: str) -> Patterns | None:
@@ -336,6 +533,11 @@ def select_files(
     Paths are ``root`` joined with the path relative to it, as given (not resolved). A
     ``root`` that is a file is returned alone.
 
+    What the walk cannot read is among the files, so that reading it fails with the reason
+    (:func:`walk_failure`) and is reported, never silently missed: a folder it cannot list
+    (no permission; a path longer than the system takes, some 300 folders deep), a symbolic
+    link loop, a link back to a folder above it (as ``find -L`` reports "file system loop").
+
     Returns:
         ``(files, skipped)``: ``skipped`` holds ``(path, reason)`` for every hidden,
         cached, ignored or excluded file or folder, every broken symbolic link, and every
@@ -354,10 +556,19 @@ def select_files(
     files: list[tuple[str, Path]] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
-    for top, dirs, names in os.walk(base, followlinks=True):
+
+    def unlisted(error: OSError) -> None:  # a folder the walk cannot enter: a failure
+        folder = base if error.filename is None else Path(os.fsdecode(error.filename))
+        files.append((folder.relative_to(base).as_posix(), folder))
+
+    for top, dirs, names in os.walk(base, onerror=unlisted, followlinks=True):
         here = Path(top)
         real = os.path.realpath(here)
-        if real in seen:  # a symbolic link back up the tree
+        if real in seen:
+            if Path(os.path.realpath(here.parent)).is_relative_to(real):  # back up the tree
+                files.append((here.relative_to(base).as_posix(), here))  # a failure (find -L)
+            else:
+                skipped.append((str(here), READ_ALREADY))
             dirs[:] = []
             continue
         seen.add(real)
@@ -382,7 +593,7 @@ def select_files(
             reason = _skip_reason(absolute, relative, False, ignores, exclude)
             if reason is not None:
                 skipped.append((str(path), reason))
-            elif not path.exists():
+            elif not os.path.exists(path) and not _unreachable(path):
                 skipped.append((str(path), "broken symbolic link"))
             elif inside is not None and _leaves(absolute, inside):
                 skipped.append((str(path), LEAVES_ROOT))
@@ -391,6 +602,46 @@ def select_files(
     files.sort(key=lambda item: item[0])
     skipped.sort()
     return [path for _, path in files], skipped
+
+
+READ_ALREADY = "a symbolic link to a folder read already under another name"
+"""Why a second way into one folder is skipped: its files are read once."""
+
+
+def _unreachable(path: Path) -> bool:
+    """Whether ``path`` exists but cannot be reached: a symbolic link loop, or a path longer
+    than the system takes (a file 300 folders deep)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno in (errno.ELOOP, errno.ENAMETOOLONG)
+    return False
+
+
+def walk_failure(path: Path) -> str | None:
+    """Why ``path``, which :func:`select_files` returned among the files, cannot be read as
+    one (``None`` for a file, or for a folder it can list, given as a file by a caller)."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"a symbolic link loop ({exc.strerror}): nothing to read"
+        if exc.errno == errno.ENAMETOOLONG:
+            return (
+                f"cannot be read ({exc.strerror}): the path is longer than the system takes; "
+                "what lies below was not read (give a folder nearer to it as the source)"
+            )
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    if os.path.islink(path) and Path(os.path.abspath(path)).is_relative_to(os.path.realpath(path)):
+        return "a symbolic link to a folder above it (a loop): its files are read there"
+    try:
+        with os.scandir(path):
+            pass
+    except OSError as exc:
+        return f"a folder that cannot be listed ({exc.strerror}): its files were not read"
+    return None
 
 
 def _join(directory: str, name: str) -> str:

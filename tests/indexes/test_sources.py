@@ -165,3 +165,65 @@ def test_a_file_unchanged_since_well_before_its_fingerprint_is_not_read_again(
     os.utime(path, ns=(old + 1, old + 1))
     changed = sources.fingerprint(path, known, time.time_ns())
     assert not sources.same_file(known, changed) and len(hashed) == 2
+
+
+def test_walk_errors_are_in_the_builds_failures_and_nothing_built_is_lost(
+    tmp_path: Path,
+) -> None:
+    """#38: a file 300 folders deep (a path over 4,096 bytes) was silently missed."""
+    from tests.parsers.test_load_dir import deep_folder
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "kept.md").write_text("# Kept\n\nA note that is indexed.\n")
+    (src / "loop").symlink_to("loop")
+    deep = deep_folder(src, 300)
+    start = time.perf_counter()
+    index = Index.build([src], tmp_path / "i", vector=False)
+    assert time.perf_counter() - start < 30
+    assert [c.source for c in index.chunks] == ["kept.md"]
+    failed = {f.path: f.message for f in index.failures}
+    assert "symbolic link loop" in failed[str(src / "loop")]
+    (too_long,) = (p for p in failed if p.startswith(str(src / "folder-0000000")))
+    assert Path(too_long) in [deep, *deep.parents] and "File name too long" in failed[too_long]
+    report = Index.open(tmp_path / "i").update()
+    assert not report.added and not report.removed
+    reopened = Index.open(tmp_path / "i")
+    assert [c.source for c in reopened.chunks] == ["kept.md"]
+    assert {f.path for f in reopened.failures} == set(failed)
+
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("kind", ["json", "csv"])
+def test_a_million_json_records_and_half_a_million_csv_rows_are_indexed_and_searchable(
+    tmp_path: Path, kind: str
+) -> None:
+    """#38 item 8: a JSON of 10^6 records and a CSV of 500,000 rows could not be indexed
+    at all (each ran out of its time budget); the budget now grows with a file's size."""
+    import json
+
+    from ragtools.retrieval import KeywordRetriever
+
+    src = tmp_path / "src"
+    src.mkdir()
+    count = 1_000_000 if kind == "json" else 500_000
+    with open(src / f"records.{kind}", "w", encoding="utf-8") as out:
+        if kind == "json":
+            out.write("[")
+            out.write(
+                ",".join(json.dumps({"n": n, "text": f"{WORDS[n % 9]} {n}"}) for n in range(count))
+            )
+            out.write("]")
+        else:
+            out.write("n,name,value\n")
+            out.writelines(f"{n},{WORDS[n % 9]}{n},{3 * n}\n" for n in range(count))
+    index = Index.build([src], tmp_path / "i", vector=False)
+    assert index.failures == []
+    assert len(index.chunks) == count
+    wanted = count - 7
+    query = f"{WORDS[wanted % 9]} {wanted}" if kind == "json" else f"{WORDS[wanted % 9]}{wanted}"
+    (hit,) = KeywordRetriever(Index.open(tmp_path / "i"), k=1).invoke(query)
+    assert hit.chunk.metadata["row"] == wanted + 1

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ragtools.parsers import Document, ParseError, _budget, _pool, load, load_dir, office, registry
+from ragtools.parsers.loading import load_isolated
 from ragtools.parsers.registry import register_parser, unregister_parser
 from ragtools.parsers.selection import LEAVES_ROOT, Selection
 
@@ -85,11 +86,12 @@ def test_an_unreadable_file_is_one_error_and_the_batch_goes_on(
 # ---- a worker that dies, and the time budget ----------------------------------------------
 
 
-def _fake_docx(monkeypatch: pytest.MonkeyPatch, parse: Any) -> None:
-    """Make ``.docx`` files go to ``parse`` in the pool's workers (forked: they inherit it)."""
-    spec = dataclasses.replace(registry.get_parser("docx"), fn=parse, sniff=None)
-    monkeypatch.setitem(registry._BY_NAME, "docx", spec)
-    monkeypatch.setitem(registry._BY_SUFFIX, ".docx", spec)
+def _fake_docx(monkeypatch: pytest.MonkeyPatch, parse: Any, kind: str = "docx") -> None:
+    """Make ``.docx`` (or ``kind``) files go to ``parse`` in the pool's workers (forked: they
+    inherit it)."""
+    spec = dataclasses.replace(registry.get_parser(kind), fn=parse, sniff=None)
+    monkeypatch.setitem(registry._BY_NAME, kind, spec)
+    monkeypatch.setitem(registry._BY_SUFFIX, f".{kind}", spec)
     monkeypatch.setattr(_pool, "_mp_context", lambda: multiprocessing.get_context("fork"))
 
 
@@ -130,6 +132,24 @@ def test_a_worker_past_its_time_budget_is_killed(
     result = load_dir(tmp_path, workers=2, time_budget=0.5)
     assert [Path(d.source).name for d in result.documents] == ["a.docx"]
     assert [Path(e.path).name for e in result.errors] == ["bomb.docx"]
+    assert "longer than the time budget of 0.5 s" in result.errors[0].message
+
+
+def test_a_large_light_file_stuck_where_no_timer_reaches_is_killed_in_its_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#38 item 8: light formats were parsed in the calling process, where a parser inside C
+    code (lxml on an HTML of 500,000 attributes: past 60 s) outlived the budget."""
+    _fake_docx(monkeypatch, _text_or("hang"), kind="html")
+    monkeypatch.setattr(_pool, "_GRACE", 0.5)
+    monkeypatch.setattr(_pool, "GUARD_MIN_BYTES", 1000)
+    (tmp_path / "bomb.html").write_text("<p>" + "x " * 1000 + "</p>", encoding="utf-8")
+    (tmp_path / "small.html").write_text("<p>a small page</p>", encoding="utf-8")
+    start = time.perf_counter()
+    result = load_dir(tmp_path, time_budget=0.5)
+    assert time.perf_counter() - start < 30  # the issue's bound
+    assert [Path(d.source).name for d in result.documents] == ["small.html"]
+    assert [Path(e.path).name for e in result.errors] == ["bomb.html"]
     assert "longer than the time budget of 0.5 s" in result.errors[0].message
 
 
@@ -740,7 +760,6 @@ def test_a_workbook_declaring_every_cell_is_stopped_at_its_budget_in_a_thread(
 ) -> None:
     """In-process, only the main thread has a timer: ``load`` in a thread ran on past 120 s.
     The worker of ``load_isolated`` is killed at the budget whatever the calling thread."""
-    from ragtools.parsers.loading import load_isolated
     from tests.conftest import every_cell_workbook, parse_workers
 
     bomb = every_cell_workbook(tmp_path / "wide.xlsx")
@@ -753,7 +772,6 @@ def test_a_workbook_declaring_every_cell_is_stopped_at_its_budget_in_a_thread(
 
 
 def test_a_parse_past_its_memory_limit_is_a_parse_error_naming_it(tmp_path: Path) -> None:
-    from ragtools.parsers.loading import load_isolated
 
     line = b"lorem ipsum dolor sit amet, consectetur adipiscing elit\n"
     small, big = tmp_path / "small.txt", tmp_path / "big.txt"
@@ -769,7 +787,6 @@ def test_a_cancelled_parse_stops_its_worker_at_once(tmp_path: Path) -> None:
     import threading
 
     from ragtools.parsers._pool import ABANDONED
-    from ragtools.parsers.loading import load_isolated
     from tests.conftest import every_cell_workbook, parse_workers
 
     bomb = every_cell_workbook(tmp_path / "wide.xlsx")
@@ -783,7 +800,6 @@ def test_a_cancelled_parse_stops_its_worker_at_once(tmp_path: Path) -> None:
 
 def test_load_isolated_gives_what_load_gives(pdf_dir: Path, tmp_path: Path) -> None:
     from ragtools.parsers import PasswordRequiredError
-    from ragtools.parsers.loading import load_isolated
 
     notes = tmp_path / "notes.md"
     notes.write_text("# Tides\n\nThe moon pulls the sea. Café ﬁne.\n", encoding="utf-8")
@@ -796,3 +812,33 @@ def test_load_isolated_gives_what_load_gives(pdf_dir: Path, tmp_path: Path) -> N
         load(locked)
     assert str(raised.value) == str(expected.value)
     assert load_isolated(locked, password="openpassword") == load(locked, password="openpassword")
+
+
+def test_a_docx_of_300000_headings_ends_in_a_result_or_a_named_error(tmp_path: Path) -> None:
+    """#38 item 8: a DOCX with 300,000 headings could not be indexed at all. Within a budget
+    it ends, in one process and in an isolated worker, as documents or a named ParseError."""
+    import io
+    import zipfile
+
+    docx = pytest.importorskip("docx")
+    blank = io.BytesIO()
+    docx.Document().save(blank)
+    template = zipfile.ZipFile(io.BytesIO(blank.getvalue()))
+    xml = template.read("word/document.xml").decode()
+    at = xml.index("<w:body>") + len("<w:body>")
+    heading = '<w:p><w:pPr><w:pStyle w:val="Heading{}"/></w:pPr><w:r><w:t>Part {}</w:t></w:r></w:p>'
+    body = "".join(heading.format(1 + n % 3, n) for n in range(300_000))
+    path = tmp_path / "headings.docx"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in template.infolist():
+            data = xml[:at] + body + xml[at:] if item.filename == "word/document.xml" else None
+            out.writestr(item, data if data is not None else template.read(item.filename))
+    for loader in (load, load_isolated):
+        start = time.perf_counter()
+        try:
+            (document,) = loader(path, time_budget=5)
+        except ParseError as exc:
+            assert "longer than the time budget of" in str(exc)  # 5 s, and the size's
+        else:
+            assert document.text.count("Part ") == 300_000
+        assert time.perf_counter() - start < 30  # the issue's bound

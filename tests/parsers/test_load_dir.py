@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -297,3 +300,59 @@ def test_plan_files_decides_as_load_files_does(web_tree: Path, tmp_path: Path) -
     assert {path for path, _ in plan.parse} == parsed
     kinds = {Path(path).name: kind for path, kind in plan.parse}
     assert kinds["flow.svg"] == "svg" and kinds["guide.md"] == "md" and kinds["theme.css"] == "txt"
+
+
+# ---- walk errors are failures, never silently missed (#38 item 8) ------------------------------
+
+
+def deep_folder(root: Path, depth: int) -> Path:
+    """``root`` with ``depth`` nested folders of 14-character names (past ``PATH_MAX`` at about
+    300) and a file in the deepest, made through folder descriptors as no path reaches it."""
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("folder-0000000", dir_fd=fd)
+            inner = os.open("folder-0000000", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        made = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        os.write(made, b"text at the bottom of the tree\n")
+        os.close(made)
+    finally:
+        os.close(fd)
+    return root.joinpath(*["folder-0000000"] * depth)
+
+
+def test_walk_errors_are_failures_naming_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path 300 folders deep, a link loop, a link up the tree and a folder that cannot be
+    listed each end as an error naming them; the readable files are all loaded."""
+    root = tmp_path / "tree"
+    (root / "locked").mkdir(parents=True)
+    (root / "locked" / "x.txt").write_text("never read\n")
+    (root / "ok.txt").write_text("a readable file\n")
+    (root / "self").symlink_to("self")
+    (root / "sub").mkdir()
+    (root / "sub" / "up").symlink_to("..")
+    deep = deep_folder(root, 300)
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    start = time.perf_counter()
+    result = load_dir(root, workers=1)
+    assert time.perf_counter() - start < 30  # the issue's bound
+    assert [d.source for d in result.documents] == ["ok.txt"]
+    errors = {e.path: e.message for e in result.errors}
+    assert "a folder that cannot be listed (Permission denied)" in errors[str(root / "locked")]
+    assert "a symbolic link loop" in errors[str(root / "self")]
+    assert "folder above it (a loop)" in errors[str(root / "sub" / "up")]
+    too_long = [path for path in errors if path.startswith(str(root / "folder-0000000"))]
+    assert len(too_long) == 1 and Path(too_long[0]) in [deep, *deep.parents]
+    assert "File name too long" in errors[too_long[0]]
+    assert all(e.error == "ParseError" for e in result.errors)

@@ -342,23 +342,45 @@ def gitignore_lines(draw: st.DrawFn) -> str:
     is_dir=st.booleans(),
 )
 @example(lines=["!*", "a"], path=["a"], is_dir=True)  # the two pathspec backends disagree
+@example(lines=["!*", "a", "!a"], path=["a"], is_dir=True)  # pathspec's re2 backend was wrong
+@example(lines=["a/**"], path=["a"], is_dir=True)  # the folder itself is not below it
+@example(lines=["a", "!a/b"], path=["a", "b"], is_dir=False)  # in an ignored folder
 @settings(max_examples=300, deadline=None)
 def test_matching_equals_pathspecs_backtracking_matcher(
     lines: list[str], path: list[str], is_dir: bool
 ) -> None:
     """The reference is pathspec's own default (Python ``re``) on these small cases, and git
-    itself where that backend and RE2's disagree (``!*`` then ``a`` on the folder ``a/``:
-    git ignores it, pathspec's Python backend does not)."""
+    itself where we disagree with it: pathspec matches a path *or anything below it* with one
+    expression and settles ties by priorities that its backends apply differently (``!*``
+    then ``a`` on the folder ``a/``: git ignores it, pathspec's Python backend does not)."""
     assume(not any("***" in line for line in lines))  # cut to ** on purpose: see the git test
     text = "/".join(path) + ("/" if is_dir else "")
     reference = pathspec.GitIgnoreSpec.from_lines(lines, backend="simple").check_file(text)
     decided = compile_patterns(lines, "test").decide(text)
     if decided != reference.include:
-        assert decided == _git_ignores(lines, path, is_dir), (lines, text)
+        assert bool(decided) == _git_ignores(lines, path, is_dir), (lines, text)
+
+
+def test_a_negation_after_an_ignoring_line_re_includes_a_folder(tmp_path: Path) -> None:
+    """Found by the property above: the last matching line wins for a folder too, whatever
+    the lines before it (pathspec's re2 backend let ``a`` beat the later ``!a``)."""
+    lines = ["!*", "a", "!a"]
+    patterns = compile_patterns(lines, "test")
+    assert patterns.decide("a/") is False
+    assert patterns.decide("a/x") is False
+    assert not _git_ignores(lines, ["a"], True)
+    root = tmp_path / "repo"
+    write(root, ".gitignore", "\n".join(lines) + "\n")
+    write(root, "a/x.txt")
+    assert names(select_files(root)[0], root) == ["a/x.txt"]
 
 
 def _git_ignores(lines: list[str], path: list[str], is_dir: bool) -> bool:
-    """Whether ``git check-ignore`` ignores ``path`` under a ``.gitignore`` of ``lines``."""
+    """Whether ``git check-ignore`` ignores ``path`` under a ``.gitignore`` of ``lines``.
+
+    A folder is named without its trailing ``/``, as git's own walk sees it (with the ``/``,
+    check-ignore also matches the text ``a/`` against ``a/**``, which its walk never does).
+    """
     assert GIT is not None
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -370,7 +392,7 @@ def _git_ignores(lines: list[str], path: list[str], is_dir: bool) -> bool:
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.touch()
-        shown = "/".join(path) + ("/" if is_dir else "")
+        shown = "/".join(path)
         done = subprocess.run([GIT, "-C", folder, "check-ignore", "-q", shown], check=False)
     return done.returncode == 0
 
@@ -413,3 +435,20 @@ def test_index_folders_are_never_sources(tmp_path: Path) -> None:
     assert names(files, root) == ["a.md", "notes/CURRENT"]
     assert (str(root / "idx"), INDEX_FOLDER) in skipped
     assert select_files(root / "idx") == ([], [(str(root / "idx"), INDEX_FOLDER)])
+
+
+def test_a_class_never_matches_a_slash_and_deep_paths_stay_quick() -> None:
+    """git's wildmatch keeps ``[!a]`` and ``[!-0]`` (a range over ``/``) within one part;
+    a path 300 folders deep is matched folder by folder against 2,000 patterns in time."""
+    classes = compile_patterns(["a[!b]c", "x[!-0]y"], "test")
+    assert classes.match("azc") and not classes.match("a/c") and not classes.match("x/y")
+    assert classes.match("x.y") and classes.match("q/x1y")
+    lines = ["*" * 16 + "a", "*c" * 25 + "d"] * 999 + ["**/keep/**", "!**/keep/x*"]
+    deep = "/".join(f"folder{n:04d}" for n in range(300))
+    start = time.perf_counter()
+    patterns = compile_patterns(lines, "test")
+    assert patterns.decide(deep + "/keep/x.txt") is False
+    assert patterns.decide(deep + "/keep/y.txt") is True
+    assert patterns.decide(deep + "/" + "b" * 60 + "a") is True
+    assert patterns.decide(deep + "/plain.txt") is None
+    assert time.perf_counter() - start < 30  # the issue's bound
