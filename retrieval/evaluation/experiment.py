@@ -76,7 +76,7 @@ def open_or_build(
     *,
     vector: bool = True,
     model: str | None = None,
-    precision: str = "fp32",
+    precision: str | None = None,
     embedder: Embedder | None = None,
     show_progress: bool | None = None,
     shards: int | None = None,
@@ -85,7 +85,8 @@ def open_or_build(
     ``shards``; ``None``: one bundle), else (re)build it."""
     settings = IndexSettings.checked(
         {"chunk_size": EVAL_CHUNK_SIZE, "chunk_overlap": 0, "vector": vector}
-        | {"model": model, "precision": precision}
+        | {"model": model}
+        | ({} if precision is None else {"precision": precision})
     )
     documents = corpus_documents(dataset)
     fingerprint = _fingerprint(documents, settings)
@@ -139,7 +140,7 @@ def run_eval(
     index_dir: str | Path | None = None,
     max_queries: int | None = None,
     model: str | None = None,
-    precision: str = "fp32",
+    precision: str | None = None,
     depth: int = DEFAULT_DEPTH,
     show_progress: bool | None = None,
     hybrid_options: Mapping[str, Any] | None = None,
@@ -155,7 +156,8 @@ def run_eval(
         index_dir: where the index is (re)built; ``out/index`` by default.
         max_queries: evaluate only the first queries (by id), for a quick look.
         model: the embedding model (name or path); the bundled default otherwise.
-        precision: the model's precision (:attr:`IndexSettings.precision`).
+        precision: the model's precision (:attr:`IndexSettings.precision`); ``None``: the
+            default for this CPU.
         depth: documents retrieved per query; metrics are reported at the cut-offs of
             :data:`DEFAULT_K_VALUES` no deeper than this.
         show_progress: progress bars; ``None``: on a terminal only, log records elsewhere

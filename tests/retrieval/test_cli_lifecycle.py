@@ -306,6 +306,7 @@ def test_a_terminal_gets_labelled_progress_bars(tmp_path: Path) -> None:
     screen = b"".join(chunks).decode("utf-8", "replace")
     assert proc.returncode == 0, screen
     assert "parsing" in screen and "embedding" in screen
+    assert "chunk/s" in screen and "<" in screen  # rate and time left: [00:02<00:05, 9chunk/s]
     assert "Loading weights" not in screen and "Batches" not in screen
 
 
@@ -314,7 +315,9 @@ def test_the_precision_is_a_setting_of_the_build(tmp_path: Path) -> None:
     rag("build", str(docs), "--out", str(index), "--no-vector", "--precision", "int8")
     manifest = json.loads(rag("info", str(index), "--json").stdout)
     assert manifest["settings"]["precision"] == "int8"
-    again = rag("build", str(docs), "--out", str(index), "--no-vector", check=False)
+    again = rag(
+        "build", str(docs), "--out", str(index), "--no-vector", "--precision", "fp32", check=False
+    )
     assert again.returncode != 0 and "precision 'int8' (asked: 'fp32')" in again.stderr
     bad = rag("build", str(docs), "--out", str(index), "--precision", "int4", check=False)
     assert bad.returncode == 2 and "invalid choice: 'int4'" in bad.stderr
