@@ -45,7 +45,7 @@ from typing import Any
 from ragtools.indexes.dense.embed import SentenceTransformerEmbedder
 from ragtools.indexes.dense.precision import default_precision, fast_int8
 from ragtools.indexes.index import Index
-from ragtools.parsers import Document
+from ragtools.parsers import Document, Selection
 from ragtools.retrieval.evaluation import corpus_documents, load_beir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +140,8 @@ def make_folder(target: Path, packages: list[str]) -> Path:
 def _timed_build(folder: Path, path: Path, precision: str) -> tuple[Index, dict[str, Any]]:
     shutil.rmtree(path, ignore_errors=True)
     wall, cpu = time.perf_counter(), time.process_time()
-    index = Index.build([folder], path, precision=precision)
+    # the folder sits under eval/out/, which this repository's .gitignore excludes
+    index = Index.build([folder], path, precision=precision, selection=Selection(gitignore=False))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     files = len(index.fingerprints)
     row = {

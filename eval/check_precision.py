@@ -6,7 +6,8 @@ Usage::
     python eval/check_precision.py --splits train
 
 For each precision (``IndexSettings.precision``: the model run by ONNX Runtime at fp32, or
-with its MatMul weights quantised to int8 per channel), ``rag eval``'s own path
+fused and with its attention and MatMul weights quantised to int8 per channel, texts of up
+to ``onnx_encoder.SHORT_TOKENS`` tokens staying fp32), ``rag eval``'s own path
 (:func:`~retrieval.evaluation.experiment.run_eval`) builds one SciFact index under
 ``--out`` (reused by later runs while the corpus and settings are unchanged) and scores the
 vector and hybrid retrievers. The default precision is the fastest one whose nDCG@10 stays
