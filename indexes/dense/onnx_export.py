@@ -342,15 +342,32 @@ def _quantise(source: Path, destination: Path) -> None:
     """
     quantize = require("onnxruntime.quantization", package="onnxruntime")
     onnx = require("onnx")
-    quantize.quantize_dynamic(
-        source,
-        destination,
-        weight_type=quantize.QuantType.QInt8,
-        per_channel=True,
-        op_types_to_quantize=["MatMul", "Attention"],
-        # the fused nodes are in Microsoft's domain, where shape inference finds no types
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
+    root = logging.getLogger()
+    quiet = _NotFrom("onnxruntime")
+    root.addFilter(quiet)  # it logs advice on the root logger, which a user would see
+    try:
+        quantize.quantize_dynamic(
+            source,
+            destination,
+            weight_type=quantize.QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul", "Attention"],
+            # the fused nodes are in Microsoft's domain, where shape inference finds no types
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        root.removeFilter(quiet)
+
+
+class _NotFrom(logging.Filter):
+    """Drops records logged from a package's files (by path: it logs on the root logger)."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__()
+        self.marker = f"{os.sep}{package}{os.sep}"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.marker not in record.pathname
 
 
 def _optimise(source: Path, destination: Path) -> None:
