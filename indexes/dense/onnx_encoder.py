@@ -12,12 +12,14 @@ files in its directory, so this module reproduces it without torch:
   (what sentence-transformers' fast tokenizer runs), truncated at the model's
   ``max_seq_length``;
 - the transformer runs in ONNX Runtime from the file :mod:`indexes.dense.onnx_export` keeps on
-  disk; pooling and normalisation are a few numpy lines.
+  disk (at ``bf16``, the fp32 file in OpenVINO, whose CPU plugin runs its matrix products in
+  bfloat16 on AMX tiles: ONNX Runtime has no bfloat16 kernels for the CPU); pooling and
+  normalisation are a few numpy lines.
 
 Documents are sorted by their token count and cut into batches padded to their own longest
-text, so short texts are not padded to long ones. A quantised model leaves the shortest
-texts to the fp32 one (:data:`SHORT_TOKENS`). ONNX Runtime uses every core; its idle
-workers do not spin, because on a shared or small machine spinning takes the cores the
+text, so short texts are not padded to long ones. A reduced precision leaves the shortest
+texts to the fp32 model (:data:`SHORT_TOKENS`). The engine uses every core; ONNX Runtime's
+idle workers do not spin, because on a shared or small machine spinning takes the cores the
 caller's next step (a vector search) needs.
 
 :func:`shared_encoder` keeps one encoder per model file and process, so several indexes (or
@@ -39,7 +41,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.dense.onnx_export import PRECISIONS, export_dir, exported_model, onnx_runtime
+from ragtools.indexes.dense.onnx_export import export_dir, exported_model, onnx_runtime
+from ragtools.parsers._optional import require
 from ragtools.parsers._progress import counter
 
 __all__ = ["OnnxEncoder", "OnnxPlan", "read_plan", "shared_encoder"]
@@ -51,8 +54,8 @@ _SBERT_KEYS = {"max_seq_length", "do_lower_case"}
 arguments) may change the model's behaviour, so such a model keeps sentence-transformers."""
 
 SHORT_TOKENS = 32
-"""Texts of at most this many tokens (special tokens included) skip a quantised model and
-are embedded by the fp32 one.
+"""Texts of at most this many tokens (special tokens included) skip a reduced-precision
+model (int8, bf16) and are embedded by the fp32 one.
 
 Dynamic int8 quantises each batch's activations with one range per tensor, which the few
 large values BERT-style models carry on their special tokens stretch: the fewer the tokens,
@@ -60,7 +63,11 @@ the larger their share, and the cosine of an int8 vector to its fp32 one fell to
 for an empty text and about 0.99 for a short CJK one, against 0.994 and above from a
 sentence on. Short texts cost little to embed, so they (search queries, titles, empty
 texts) keep their fp32 vectors at almost no cost to the speed-up. A text gets the same
-vector whatever its role, so a query matches the documents as the index recorded them."""
+vector whatever its role, so a query matches the documents as the index recorded them; and
+a search with a short query never loads OpenVINO (about a second and 150 MB)."""
+
+Engine = Literal["onnxruntime", "openvino"]
+"""What runs the ONNX file: ONNX Runtime (fp32, int8) or OpenVINO (bf16)."""
 
 _FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 """The ``tokenizers.Encoding`` attribute that feeds each model input."""
@@ -159,8 +166,51 @@ def _max_length(transformer_dir: Path, sbert: dict[str, Any]) -> int:
     return int(_json(transformer_dir / "config.json")["max_position_embeddings"])
 
 
+class _OrtRunner:
+    """The model in an ONNX Runtime session (thread-safe: ``run`` may be called at once)."""
+
+    def __init__(self, model: bytes, threads: int) -> None:
+        ort = onnx_runtime()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self.inputs = [item.name for item in self._session.get_inputs()]
+
+    def __call__(self, feeds: dict[str, npt.NDArray[np.int64]]) -> npt.NDArray[np.float32]:
+        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+
+
+class _OpenVinoRunner:
+    """The model compiled by OpenVINO's CPU plugin with bfloat16 inference precision.
+
+    The bytes are read from memory (the verified ones, as for ONNX Runtime). One infer
+    request serves the encoder, under a lock, since a request is not thread-safe.
+    """
+
+    def __init__(self, model: bytes, threads: int) -> None:
+        ov = require("openvino")
+        core = ov.Core()
+        network = core.read_model(model, ov.Tensor(np.empty(0, dtype=np.uint8)))
+        config = {
+            "INFERENCE_PRECISION_HINT": "bf16",
+            "INFERENCE_NUM_THREADS": threads,
+            "PERFORMANCE_HINT": "LATENCY",
+        }
+        self._request = core.compile_model(network, "CPU", config).create_infer_request()
+        self.inputs = [item.get_any_name() for item in network.inputs]
+        self._lock = threading.Lock()
+
+    def __call__(self, feeds: dict[str, npt.NDArray[np.int64]]) -> npt.NDArray[np.float32]:
+        with self._lock:
+            result = self._request.infer(feeds)
+            return np.array(result[0], dtype=np.float32)  # a copy: the request reuses it
+
+
 class OnnxEncoder:
-    """A sentence-transformers model's encode, run by ONNX Runtime with no torch.
+    """A sentence-transformers model's encode, run by ONNX Runtime (or OpenVINO), no torch.
 
     Build it with :func:`shared_encoder` (one per model file and process).
     """
@@ -173,15 +223,17 @@ class OnnxEncoder:
         *,
         threads: int | None = None,
         short: Callable[[], OnnxEncoder] | None = None,
+        engine: Engine = "onnxruntime",
     ) -> None:
-        """Open the tokenizer and an inference session on ``model`` (read from ``model_file``).
+        """Open the tokenizer and ``engine`` on ``model`` (read from ``model_file``).
 
         ``short`` gives the encoder that embeds texts of at most :data:`SHORT_TOKENS` tokens
-        (the fp32 one, for a quantised model); it is called on the first such text.
+        (the fp32 one, for a reduced precision); it is called on the first such text.
+
+        Raises:
+            MissingDependencyError: ``engine="openvino"`` and OpenVINO is not installed.
         """
         from tokenizers import Tokenizer
-
-        ort = onnx_runtime()
 
         self.plan = plan
         self.model_file = model_file
@@ -189,13 +241,9 @@ class OnnxEncoder:
         tokenizer.no_padding()
         tokenizer.enable_truncation(plan.max_length, strategy="longest_first")
         self._tokenizer = tokenizer
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-        self._inputs = [item.name for item in self._session.get_inputs()]
+        runner = _OpenVinoRunner if engine == "openvino" else _OrtRunner
+        self._runner = runner(model, threads or os.cpu_count() or 1)
+        self._inputs = self._runner.inputs
         self._lock = threading.Lock()  # the tokenizer's settings are shared state
         self._short = short
 
@@ -250,7 +298,7 @@ class OnnxEncoder:
                 values = getattr(encoding, _FIELDS[name])
                 matrix[row, : len(values)] = values
             feeds[name] = matrix
-        hidden = self._session.run(None, feeds)[0]  # (batch, tokens, dim)
+        hidden = self._runner(feeds)  # (batch, tokens, dim)
         if self.plan.pooling == "cls":
             return np.asarray(hidden[:, 0, :], dtype=np.float32)
         mask = feeds["attention_mask"].astype(np.float32)[:, :, None]
@@ -259,7 +307,7 @@ class OnnxEncoder:
         return pooled
 
 
-_SHARED: dict[Path, OnnxEncoder] = {}
+_SHARED: dict[tuple[Path, str], OnnxEncoder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
@@ -267,19 +315,23 @@ def shared_encoder(plan: OnnxPlan, precision: str) -> OnnxEncoder:
     """The process's one :class:`OnnxEncoder` of a model at ``precision``.
 
     The first request verifies (or makes) the exported file and opens it; later ones, from
-    any embedder of the same model, get the same object.
+    any embedder of the same model, get the same object. ``bf16`` is the fp32 file run by
+    OpenVINO.
 
     Raises:
         ConfigError: unknown precision.
-        MissingDependencyError: the file must be exported and torch is missing.
+        MissingDependencyError: the file must be exported and torch is missing, or
+            ``bf16`` without OpenVINO.
     """
-    target = export_dir(plan.transformer_dir, precision)
+    file_precision = "fp32" if precision == "bf16" else precision
+    target = export_dir(plan.transformer_dir, file_precision)
     with _SHARED_LOCK:
-        encoder = _SHARED.get(target)
+        encoder = _SHARED.get((target, precision))
         if encoder is None:
-            path, data, _ = exported_model(plan.transformer_dir, precision)
-            short = None if precision == PRECISIONS[0] else partial(shared_encoder, plan, "fp32")
-            encoder = OnnxEncoder(plan, data, path, short=short)
-            _SHARED[target] = encoder
-            logger.info("embedding with ONNX Runtime from %s", path)
+            path, data, _ = exported_model(plan.transformer_dir, file_precision)
+            engine: Engine = "openvino" if precision == "bf16" else "onnxruntime"
+            short = None if precision == "fp32" else partial(shared_encoder, plan, "fp32")
+            encoder = OnnxEncoder(plan, data, path, short=short, engine=engine)
+            _SHARED[target, precision] = encoder
+            logger.info("embedding with %s from %s (%s)", engine, path, precision)
         return encoder

@@ -1,23 +1,30 @@
-"""The default embedding precision: int8 where the CPU multiplies int8 fast, else fp32.
+"""The default embedding precision: bf16 where the CPU has AMX, int8 where it has VNNI, else fp32.
 
-Embedding is almost all of an index build's time. With its MatMul weights quantised to int8
-(:mod:`indexes.onnx_export`), the model runs its matrix products as int8 dot products, which
-the CPU does several times faster than float32 only when it has instructions for them:
-AVX-512 VNNI, AVX-VNNI or AMX on x86. Elsewhere (older x86, ARM) ONNX Runtime emulates them
-and int8 gains little or loses, while its vectors still move slightly; there fp32 stays.
+Embedding is almost all of an index build's time, and the CPU's matrix instructions decide
+which precision is fast. The choice is made at run time (not at install time: a wheel or
+container travels between machines), once per process:
 
-The choice is made once per process by looking at the CPU at run time (not at install time:
-a wheel or container travels between machines):
+- ``bf16`` where the CPU has AMX (``amx_bf16``): OpenVINO runs the fp32 file with bfloat16
+  matrix products on the AMX tiles. On a Xeon with AMX it embedded about 4x as many chunks
+  per CPU-second as ``SentenceTransformer.encode`` and its vectors keep a cosine of 0.9999
+  and more to fp32's (int8's: about 0.995), so it is both the fastest and the most
+  faithful of the fast paths measured (``eval/bench_build.py``, ``eval/check_precision.py``).
+- ``int8`` where the CPU has int8 dot products but no AMX (AVX-512 VNNI, AVX-VNNI): ONNX
+  Runtime's fused, dynamically quantised model (:mod:`indexes.dense.onnx_export`), about
+  twice fp32's speed there.
+- ``fp32`` elsewhere (older x86, ARM), where both would be emulated.
 
-- Linux: the ``flags`` line of ``/proc/cpuinfo``, which lists what both the CPU and the
-  kernel support (AMX needs the kernel to save its registers);
-- elsewhere: numpy's own run-time CPU dispatch table, the one portable probe already
-  installed, which knows AVX-512 VNNI.
+The flags come from ``/proc/cpuinfo`` on Linux (it lists what both the CPU and the kernel
+support: AMX needs the kernel to save its registers); elsewhere from numpy's own run-time
+CPU dispatch table, the one portable probe already installed, which knows AVX-512 VNNI (and
+not AMX, so such machines get ``int8``).
 
 The default only decides *new* indexes. The precision an index was built with is recorded in
 its manifest (``IndexSettings.precision``), and a reopened index embeds its queries at that
-precision on any machine: int8 runs everywhere, just slower where it is emulated, and mixing
-precisions between documents and queries would move every score.
+precision on any machine: int8 and bf16 run everywhere (emulated where the instructions are
+missing: slower, and OpenVINO then computes bf16 in float32, which moves a vector by less
+than bf16 itself does), and mixing precisions between documents and queries would move
+every score.
 """
 
 from __future__ import annotations
@@ -29,12 +36,28 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["CPUINFO", "FAST_INT8_FLAGS", "Precision", "cpu_flags", "default_precision", "fast_int8"]
+__all__ = [
+    "CPUINFO",
+    "FAST_BF16_FLAGS",
+    "FAST_INT8_FLAGS",
+    "PRECISIONS",
+    "Precision",
+    "cpu_flags",
+    "default_precision",
+    "fast_bf16",
+    "fast_int8",
+]
 
 logger = logging.getLogger(__name__)
 
-Precision = Literal["fp32", "int8"]
-"""The precisions of the exported encoder (``onnx_export.PRECISIONS``)."""
+Precision = Literal["fp32", "int8", "bf16"]
+"""The precisions an index can embed at (``SentenceTransformerEmbedder``'s ``precision``)."""
+
+PRECISIONS: tuple[Precision, ...] = ("fp32", "int8", "bf16")
+"""Every :data:`Precision`, the first being the reference."""
+
+FAST_BF16_FLAGS = frozenset({"amx_bf16"})
+"""``/proc/cpuinfo`` flags of the x86 tiles that multiply bfloat16 matrices (AMX)."""
 
 FAST_INT8_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 """``/proc/cpuinfo`` flags of x86 instructions that multiply int8 in hardware."""
@@ -50,8 +73,17 @@ def fast_int8() -> bool:
     return bool(found)
 
 
+@functools.cache
+def fast_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices in hardware (AMX); probed once."""
+    return bool(cpu_flags() & FAST_BF16_FLAGS)
+
+
 def default_precision() -> Precision:
-    """``"int8"`` on CPUs with fast int8 math (:func:`fast_int8`), ``"fp32"`` elsewhere."""
+    """``"bf16"`` on CPUs with AMX (:func:`fast_bf16`), else ``"int8"`` on CPUs with fast
+    int8 math (:func:`fast_int8`), else ``"fp32"``."""
+    if fast_bf16():
+        return "bf16"
     return "int8" if fast_int8() else "fp32"
 
 

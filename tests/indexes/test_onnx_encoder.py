@@ -232,6 +232,27 @@ def test_int8_is_close_but_cached_apart(model: Any) -> None:
 
 
 @pytest.mark.slow
+def test_bf16_is_closer_still_and_cached_apart(model: Any) -> None:
+    emb = SentenceTransformerEmbedder(precision="bf16")
+    assert '"precision": "bf16"' in emb.cache_id
+    texts = [*TEXTS, CJK_LONG]
+    vectors = emb.embed_documents(texts)
+    reference = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    cosines = (vectors * reference).sum(axis=1)
+    # empty, CJK (short and long) and over-length texts: 0.99996 and above measured
+    assert cosines.min() >= 0.999, cosines
+    long = [i for i, text in enumerate(texts) if len(text) > 200]
+    assert long and not np.allclose(vectors[long], reference[long], atol=1e-5)  # OpenVINO
+    short = [TEXTS.index(""), TEXTS.index("cells")]  # at most SHORT_TOKENS: the fp32 file
+    np.testing.assert_allclose(vectors[short], reference[short], atol=1e-5)
+    plan = read_plan(default_model_path())
+    assert plan is not None
+    encoder = shared_encoder(plan, "bf16")
+    assert encoder is emb._encoder and encoder is not shared_encoder(plan, "fp32")  # type: ignore[attr-defined]
+    assert encoder.model_file == shared_encoder(plan, "fp32").model_file  # one file on disk
+
+
+@pytest.mark.slow
 def test_embedders_of_one_model_share_one_encoder() -> None:
     first, second = SentenceTransformerEmbedder(), SentenceTransformerEmbedder(batch_size=8)
     assert first.uses_onnx and first._encoder is second._onnx_encoder()
