@@ -218,7 +218,7 @@ class OnnxEncoder:
     def __init__(
         self,
         plan: OnnxPlan,
-        model: bytes,
+        model: bytes | Callable[[], bytes],
         model_file: Path,
         *,
         threads: int | None = None,
@@ -226,6 +226,10 @@ class OnnxEncoder:
         engine: Engine = "onnxruntime",
     ) -> None:
         """Open the tokenizer and ``engine`` on ``model`` (read from ``model_file``).
+
+        ``model`` is the file's bytes, or a function that gives them: then the engine is
+        opened on the first text it must embed, so an encoder whose texts all go to
+        ``short`` (a search with short queries) never loads it.
 
         ``short`` gives the encoder that embeds texts of at most :data:`SHORT_TOKENS` tokens
         (the fp32 one, for a reduced precision); it is called on the first such text.
@@ -241,9 +245,13 @@ class OnnxEncoder:
         tokenizer.no_padding()
         tokenizer.enable_truncation(plan.max_length, strategy="longest_first")
         self._tokenizer = tokenizer
-        runner = _OpenVinoRunner if engine == "openvino" else _OrtRunner
-        self._runner = runner(model, threads or os.cpu_count() or 1)
-        self._inputs = self._runner.inputs
+        self._engine = _OpenVinoRunner if engine == "openvino" else _OrtRunner
+        self._threads = threads or os.cpu_count() or 1
+        self._model = model
+        self._runner: _OrtRunner | _OpenVinoRunner | None = None
+        self._runner_lock = threading.Lock()
+        if not callable(model):
+            self._open()
         self._lock = threading.Lock()  # the tokenizer's settings are shared state
         self._short = short
 
@@ -289,16 +297,26 @@ class OnnxEncoder:
             out /= np.maximum(norms, 1e-12)
         return out
 
+    def _open(self) -> _OrtRunner | _OpenVinoRunner:
+        """The engine, opened on first use; the model's bytes are dropped once it is."""
+        with self._runner_lock:
+            if self._runner is None:
+                data = self._model() if callable(self._model) else self._model
+                self._runner = self._engine(data, self._threads)
+                self._model = b""
+            return self._runner
+
     def _run(self, encodings: list[Any], width: int) -> npt.NDArray[np.float32]:
-        """One padded batch through the session, then pooling."""
+        """One padded batch through the engine, then pooling."""
+        runner = self._open()
         feeds: dict[str, npt.NDArray[np.int64]] = {}
-        for name in self._inputs:
+        for name in runner.inputs:
             matrix = np.zeros((len(encodings), width), dtype=np.int64)
             for row, encoding in enumerate(encodings):
                 values = getattr(encoding, _FIELDS[name])
                 matrix[row, : len(values)] = values
             feeds[name] = matrix
-        hidden = self._runner(feeds)  # (batch, tokens, dim)
+        hidden = runner(feeds)  # (batch, tokens, dim)
         if self.plan.pooling == "cls":
             return np.asarray(hidden[:, 0, :], dtype=np.float32)
         mask = feeds["attention_mask"].astype(np.float32)[:, :, None]
@@ -308,6 +326,14 @@ class OnnxEncoder:
 
 
 _SHARED: dict[tuple[Path, str], OnnxEncoder] = {}
+
+
+def _verified_bytes(transformer_dir: Path, precision: str) -> bytes:
+    """The exported file's verified bytes (exported again if it was damaged since)."""
+    _, data, _ = exported_model(transformer_dir, precision)
+    return data
+
+
 _SHARED_LOCK = threading.Lock()
 
 
@@ -329,9 +355,12 @@ def shared_encoder(plan: OnnxPlan, precision: str) -> OnnxEncoder:
         encoder = _SHARED.get((target, precision))
         if encoder is None:
             path, data, _ = exported_model(plan.transformer_dir, file_precision)
-            engine: Engine = "openvino" if precision == "bf16" else "onnxruntime"
             short = None if precision == "fp32" else partial(shared_encoder, plan, "fp32")
-            encoder = OnnxEncoder(plan, data, path, short=short, engine=engine)
+            if precision == "bf16":  # verified again when first needed, never held idle
+                loader = partial(_verified_bytes, plan.transformer_dir, file_precision)
+                encoder = OnnxEncoder(plan, loader, path, short=short, engine="openvino")
+            else:
+                encoder = OnnxEncoder(plan, data, path, short=short)
             _SHARED[target, precision] = encoder
-            logger.info("embedding with %s from %s (%s)", engine, path, precision)
+            logger.info("embedding from %s (%s)", path, precision)
         return encoder
