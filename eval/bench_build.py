@@ -10,10 +10,10 @@ each with its docstring as prose and its code as a code block, plus the reposito
 Markdown files) and the PDFs of ``../shared/pdfs`` (copied, so their broken and encrypted
 members fail as they would in a user's folder). In one run it then:
 
-1. builds the folder with ``--precision fp32`` (the default before int8) and with this
-   CPU's default precision (``indexes.precision``), each into an empty directory, so every
-   chunk is embedded; the exported models and torch are loaded beforehand, so neither build
-   pays a one-time export;
+1. builds the folder with ``--precision fp32`` (the default before #35) and with this
+   CPU's default precision (``indexes.dense.precision``), each into an empty directory, so
+   every chunk is embedded; the exported models and torch are loaded beforehand, so neither
+   build pays a one-time export;
 2. prints files, chunks, wall and CPU seconds of each build, chunks per CPU-second, and the
    end-to-end ratio between them;
 3. embeds the chunk texts of the build again with ``SentenceTransformer.encode`` (torch,
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtools.indexes.dense.embed import SentenceTransformerEmbedder
-from ragtools.indexes.dense.precision import default_precision, fast_int8
+from ragtools.indexes.dense.precision import default_precision, fast_bf16, fast_int8
 from ragtools.indexes.index import Index
 from ragtools.parsers import Document, Selection
 from ragtools.retrieval.evaluation import corpus_documents, load_beir
@@ -164,7 +164,7 @@ def folder(args: argparse.Namespace) -> int:
     fast = default_precision()
     precisions = list(dict.fromkeys(["fp32", fast]))
     reference = SentenceTransformerEmbedder(onnx=False).model  # torch, loaded before timing
-    embedders = {p: SentenceTransformerEmbedder(precision=p) for p in precisions}
+    embedders = {p: SentenceTransformerEmbedder(precision=p) for p in [*precisions, "int8"]}
     for embedder in embedders.values():
         embedder.embed_documents(["warm-up: export or verify the model file"])
     builds: dict[str, dict[str, Any]] = {}
@@ -176,7 +176,7 @@ def folder(args: argparse.Namespace) -> int:
     fns: dict[str, Any] = {
         "SentenceTransformer.encode": lambda part: reference.encode(part, **encode_kwargs)
     }
-    fns |= {f"onnx {p}": e.embed_documents for p, e in embedders.items()}
+    fns |= {f"ragtools {p}": e.embed_documents for p, e in embedders.items()}
     rates = rotated(fns, texts, args.slice)
     torch_rate = rates["SentenceTransformer.encode"]["cpu_docs_per_s"]
     embedding = {
@@ -190,6 +190,7 @@ def folder(args: argparse.Namespace) -> int:
     report = {
         "cpus": os.cpu_count(),
         "fast_int8": fast_int8(),
+        "fast_bf16": fast_bf16(),
         "default_precision": fast,
         "build": builds,
         "build_cpu_speedup": round(builds["fp32"]["cpu_s"] / builds[fast]["cpu_s"], 3),
@@ -199,7 +200,7 @@ def folder(args: argparse.Namespace) -> int:
     }
     print(
         f"folder {docs}: {len(texts)} chunk texts; CPU: {os.cpu_count()} cores, fast int8 "
-        f"{fast_int8()}, default precision {fast}"
+        f"{fast_int8()}, fast bf16 {fast_bf16()}, default precision {fast}"
     )
     for precision, row in builds.items():
         print(
