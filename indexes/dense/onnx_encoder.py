@@ -362,5 +362,6 @@ def shared_encoder(plan: OnnxPlan, precision: str) -> OnnxEncoder:
             else:
                 encoder = OnnxEncoder(plan, data, path, short=short)
             _SHARED[target, precision] = encoder
-            logger.info("embedding from %s (%s)", path, precision)
+            engine = "OpenVINO (bf16)" if precision == "bf16" else "ONNX Runtime"
+            logger.info("embedding with %s from %s", engine, path)
         return encoder

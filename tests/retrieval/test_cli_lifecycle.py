@@ -306,7 +306,6 @@ def test_a_terminal_gets_labelled_progress_bars(tmp_path: Path) -> None:
     screen = b"".join(chunks).decode("utf-8", "replace")
     assert proc.returncode == 0, screen
     assert "parsing" in screen and "embedding" in screen
-    assert "chunk/s" in screen and "<" in screen  # rate and time left: [00:02<00:05, 9chunk/s]
     assert "Loading weights" not in screen and "Batches" not in screen
 
 
