@@ -41,7 +41,12 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ragtools.indexes.dense.onnx_export import export_dir, exported_model, onnx_runtime
+from ragtools.indexes.dense.onnx_export import (
+    MODEL_FILE,
+    export_dir,
+    exported_model,
+    onnx_runtime,
+)
 from ragtools.parsers._optional import require
 from ragtools.parsers._progress import counter
 
@@ -354,12 +359,13 @@ def shared_encoder(plan: OnnxPlan, precision: str) -> OnnxEncoder:
     with _SHARED_LOCK:
         encoder = _SHARED.get((target, precision))
         if encoder is None:
-            path, data, _ = exported_model(plan.transformer_dir, file_precision)
             short = None if precision == "fp32" else partial(shared_encoder, plan, "fp32")
-            if precision == "bf16":  # verified again when first needed, never held idle
+            if precision == "bf16":  # verified (or exported) when first needed, not held idle
+                path = target / MODEL_FILE
                 loader = partial(_verified_bytes, plan.transformer_dir, file_precision)
                 encoder = OnnxEncoder(plan, loader, path, short=short, engine="openvino")
             else:
+                path, data, _ = exported_model(plan.transformer_dir, file_precision)
                 encoder = OnnxEncoder(plan, data, path, short=short)
             _SHARED[target, precision] = encoder
             engine = "OpenVINO (bf16)" if precision == "bf16" else "ONNX Runtime"
