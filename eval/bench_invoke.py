@@ -33,8 +33,8 @@ from pathlib import Path
 
 import bm25s
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.index import Index
-from ragtools.parsers.errors import IndexLoadError
 from ragtools.retrieval.keyword import KeywordRetriever
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -39,6 +39,12 @@ from ragtools.indexes.dense.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache
 from ragtools.indexes.dense.vector import VectorIndex
 from ragtools.indexes.dense.windows import WindowedVectorIndex
+from ragtools.indexes.errors import (
+    DimensionMismatchError,
+    IndexLoadError,
+    IndexStateError,
+    IndexVersionError,
+)
 from ragtools.indexes.index import Index, IndexState
 from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.ranking import Ranking
@@ -51,11 +57,15 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "BM25Index",
     "CachedEmbedder",
+    "DimensionMismatchError",
     "Embedder",
     "EmbeddingCache",
     "Index",
+    "IndexLoadError",
     "IndexSettings",
     "IndexState",
+    "IndexStateError",
+    "IndexVersionError",
     "IndexWriter",
     "Ranking",
     "SentenceTransformerEmbedder",

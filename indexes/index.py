@@ -37,6 +37,7 @@ import numpy.typing as npt
 from ragtools.indexes.dense.embed import Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache
 from ragtools.indexes.dense.windows import WindowedVectorIndex
+from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.keyword.bm25 import BM25Index, Query
 from ragtools.indexes.keyword.collection import (
     Collection,
@@ -64,7 +65,6 @@ from ragtools.indexes.store.manifest import (
 from ragtools.indexes.store.segments import LiveRows, SegmentEntry, merged_top, read_deleted
 from ragtools.indexes.store.versions import VersionPin, current_version, pin_version, reading
 from ragtools.parsers import Chunk, FileError, Selection
-from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

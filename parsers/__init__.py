@@ -13,15 +13,10 @@ import logging
 from ragtools.parsers.document import Chunk, Document, stable_id
 from ragtools.parsers.errors import (
     ConfigError,
-    DimensionMismatchError,
-    IndexLoadError,
-    IndexStateError,
-    IndexVersionError,
     MissingDependencyError,
     ParseError,
     PasswordRequiredError,
     RetrievalError,
-    ToolInputError,
 )
 from ragtools.parsers.loading import FileError, LoadResult, load, load_dir, load_files
 from ragtools.parsers.registry import register_parser
@@ -33,19 +28,14 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "Chunk",
     "ConfigError",
-    "DimensionMismatchError",
     "Document",
     "FileError",
-    "IndexLoadError",
-    "IndexStateError",
-    "IndexVersionError",
     "LoadResult",
     "MissingDependencyError",
     "ParseError",
     "PasswordRequiredError",
     "RetrievalError",
     "Selection",
-    "ToolInputError",
     "load",
     "load_dir",
     "load_files",

@@ -1,7 +1,10 @@
 """One exception tree shared by parsers, indexes and retrieval.
 
-It lives in ``parsers`` because imports flow ``retrieval → indexes → parsers``: the
-bottom package is the only one every other package may import.
+Its root lives in ``parsers`` because imports flow ``retrieval → indexes → parsers``: the
+bottom package is the only one every other package may import. Each error lives beside the
+package that raises it: the index errors in :mod:`ragtools.indexes.errors`, the tool-input
+error in :mod:`ragtools.retrieval.errors` (and the tool layer's own in
+:mod:`ragtools.retrieval.tools.exceptions`); errors every package raises stay here.
 
 ::
 
@@ -9,12 +12,14 @@ bottom package is the only one every other package may import.
     ├── ConfigError(ValueError)            bad argument or setting (k < 1, weights summing to 0)
     ├── ParseError                         a file could not be parsed; has ``.path``
     │   └── PasswordRequiredError          encrypted file, no or wrong password
-    ├── IndexStateError                    operation not valid in the current state
+    ├── IndexStateError                    (ragtools.indexes.errors) not valid in this state
     │   └── DimensionMismatchError         vector dim differs from the index dim
-    ├── IndexLoadError                     missing, corrupt or tampered file; has ``.path``
+    ├── IndexLoadError                     (ragtools.indexes.errors) missing, corrupt or
+    │   │                                  tampered file; has ``.path``
     │   └── IndexVersionError              written by an unknown (newer) format version
     ├── MissingDependencyError(ImportError)  optional package missing; names the pip extra
-    └── ToolInputError                     recoverable tool-input problem, shown to the model
+    └── ToolInputError                     (ragtools.retrieval.errors) recoverable tool-input
+                                           problem, shown to the model
 """
 
 from __future__ import annotations
@@ -23,15 +28,10 @@ from pathlib import Path
 
 __all__ = [
     "ConfigError",
-    "DimensionMismatchError",
-    "IndexLoadError",
-    "IndexStateError",
-    "IndexVersionError",
     "MissingDependencyError",
     "ParseError",
     "PasswordRequiredError",
     "RetrievalError",
-    "ToolInputError",
 ]
 
 
@@ -59,33 +59,5 @@ class PasswordRequiredError(ParseError):
     """The file is encrypted and no password, or a wrong one, was given."""
 
 
-class IndexStateError(RetrievalError):
-    """The index cannot do this now (for example: search before anything was added)."""
-
-
-class DimensionMismatchError(IndexStateError, ValueError):
-    """Vectors of one dimension were given to an index of another."""
-
-
-class IndexLoadError(RetrievalError):
-    """An index file is missing, unreadable, truncated or fails its checksum.
-
-    Attributes:
-        path: the offending file or directory.
-    """
-
-    def __init__(self, path: str | Path, message: str) -> None:
-        self.path = str(path)
-        super().__init__(f"{self.path}: {message}")
-
-
-class IndexVersionError(IndexLoadError):
-    """The index was written with a format version this package cannot read."""
-
-
 class MissingDependencyError(RetrievalError, ImportError):
     """An optional dependency is not installed; the message names the pip extra."""
-
-
-class ToolInputError(RetrievalError):
-    """A tool got input it cannot use; the message is meant to be shown to the model."""

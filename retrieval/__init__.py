@@ -26,6 +26,7 @@ from ragtools.retrieval.base import (
     Ranker,
     Retriever,
 )
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.expand import Expansion
 from ragtools.retrieval.filters import compile_filter, filter_mask
 from ragtools.retrieval.frontpage import FrontPageRetriever
@@ -66,6 +67,7 @@ __all__ = [
     "Reranker",
     "Retriever",
     "RetrieverInput",
+    "ToolInputError",
     "VectorRetriever",
     "compile_filter",
     "create_retriever_tool",

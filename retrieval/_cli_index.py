@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.index import Index, open_version, version_entries
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import parse_files, plan_sources, source_root
@@ -29,7 +30,7 @@ from ragtools.indexes.store.versions import (
 )
 from ragtools.indexes.writer import UpdateReport, build_differences
 from ragtools.parsers import Selection
-from ragtools.parsers.errors import ConfigError, IndexLoadError
+from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.policy import type_label
 from ragtools.retrieval._cli_output import emit, emit_text, print_problems, show_progress
 

@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ragtools.indexes.errors import IndexStateError
 from ragtools.indexes.index import Index, IndexState
 from ragtools.indexes.keyword.bm25 import Query
 from ragtools.indexes.keyword.rm3 import RM3
 from ragtools.indexes.ranking import Ranking
-from ragtools.parsers.errors import IndexStateError
 from ragtools.retrieval.base import IndexRetriever
 from ragtools.retrieval.filters import BoolArray
 from ragtools.retrieval.hit import top_by_key

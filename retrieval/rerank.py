@@ -37,8 +37,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes.errors import DimensionMismatchError
 from ragtools.parsers._optional import require
-from ragtools.parsers.errors import ConfigError, DimensionMismatchError
+from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.hit import Hit, chunk_keys, key_order, rescored, restaged
 
 __all__ = [

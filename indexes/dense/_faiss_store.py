@@ -19,9 +19,10 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes.errors import DimensionMismatchError
 from ragtools.indexes.ranking import Ranking, Rows
 from ragtools.parsers._optional import require
-from ragtools.parsers.errors import ConfigError, DimensionMismatchError
+from ragtools.parsers.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ragtools.indexes.errors import DimensionMismatchError, IndexLoadError
 from ragtools.indexes.ranking import Rows
 from ragtools.indexes.store._persist import (
     fsync_dir,
@@ -27,7 +28,6 @@ from ragtools.indexes.store._persist import (
     save_npy,
     write_manifest,
 )
-from ragtools.parsers.errors import DimensionMismatchError, IndexLoadError
 
 MANIFEST = "vector.json"
 METRIC = "inner_product"

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.dense.embed import Embedder
+from ragtools.indexes.errors import DimensionMismatchError, IndexLoadError
 from ragtools.indexes.store._persist import (
     fsync_dir,
     load_npy,
@@ -42,7 +43,7 @@ from ragtools.indexes.store._persist import (
     sha256_file,
     write_json,
 )
-from ragtools.parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
+from ragtools.parsers.errors import ConfigError
 
 __all__ = ["CachedEmbedder", "EmbeddingCache", "text_key"]
 

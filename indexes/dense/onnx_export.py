@@ -43,9 +43,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.store._persist import fsync_dir, read_json, sha256_file, write_json
 from ragtools.parsers._optional import require
-from ragtools.parsers.errors import ConfigError, IndexLoadError
+from ragtools.parsers.errors import ConfigError
 
 __all__ = [
     "PRECISIONS",

@@ -54,8 +54,9 @@ import numpy.typing as npt
 from ragtools.indexes.dense import _vector_io as io
 from ragtools.indexes.dense._faiss_store import FaissStore, VectorKind, unit_rows
 from ragtools.indexes.dense._vector_labels import LabelRows, parse_rows
+from ragtools.indexes.errors import DimensionMismatchError, IndexLoadError
 from ragtools.indexes.ranking import Mask, Ranking, Rows, allow_mask, check_k
-from ragtools.parsers.errors import ConfigError, DimensionMismatchError, IndexLoadError
+from ragtools.parsers.errors import ConfigError
 
 __all__ = ["MANIFEST", "VectorIndex", "VectorKind"]
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.store._persist import (
     fsync_dir,
     load_npy,
@@ -38,7 +39,6 @@ from ragtools.indexes.store._persist import (
     write_json,
 )
 from ragtools.indexes.store._persist import write_manifest as _write_manifest
-from ragtools.parsers.errors import IndexLoadError
 
 logger = logging.getLogger(__name__)
 

@@ -53,6 +53,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.keyword import _query as q
 from ragtools.indexes.keyword._corpus import Corpus
 from ragtools.indexes.keyword._io import index_arguments, read_index, write_index
@@ -71,7 +72,7 @@ from ragtools.indexes.ranking import Ranking, allow_mask, check_k, row_ids
 from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers._progress import progress
 from ragtools.parsers.document import Chunk
-from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
+from ragtools.parsers.errors import ConfigError
 
 __all__ = [
     "DEFAULT_PARAMS",

@@ -44,11 +44,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.keyword._math import Postings, Vocabulary, compute_idf, compute_weights
 from ragtools.indexes.keyword._query import Snapshot, query_terms, search_one, weighted_terms
 from ragtools.indexes.keyword.bm25 import BM25Index, Query
 from ragtools.indexes.ranking import Mask, Ranking
-from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 Ints = npt.NDArray[np.int64]
 

@@ -21,10 +21,10 @@ from typing import overload
 
 import numpy as np
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.store.chunks import chunk_of_line
 from ragtools.indexes.store.segments import LiveRows
 from ragtools.parsers.document import Chunk
-from ragtools.parsers.errors import IndexLoadError
 
 _BLOCK = 1 << 26  # line ends are found a block at a time
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ragtools.indexes.errors import IndexLoadError, IndexVersionError
 from ragtools.parsers.document import json_text
-from ragtools.parsers.errors import IndexLoadError, IndexVersionError
 
 _CHUNK = 1 << 20
 _SELF = "manifest_sha256"

@@ -15,8 +15,8 @@ from pathlib import Path
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.parsers.document import Chunk, json_text
-from ragtools.parsers.errors import IndexLoadError
 
 __all__ = ["chunk_of_line", "read_chunks", "write_chunks"]
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.store._persist import (
     load_npy,
     read_bytes,
@@ -38,7 +39,6 @@ from ragtools.indexes.store._persist import (
     save_npy,
     write_json,
 )
-from ragtools.parsers.errors import IndexLoadError
 
 __all__ = ["TEXTS_DIR", "ChainedTexts", "DocumentTexts", "write_texts"]
 

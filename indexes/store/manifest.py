@@ -50,9 +50,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.store._persist import read_json, read_manifest, sha256_file
 from ragtools.indexes.store.segments import SegmentEntry
-from ragtools.parsers.errors import IndexLoadError
 
 __all__ = [
     "DOCUMENT_TEXTS",

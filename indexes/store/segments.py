@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.ranking import Mask, Ranking
 from ragtools.indexes.store._persist import (
     fsync_dir,
@@ -56,7 +57,6 @@ from ragtools.indexes.store._persist import (
     save_npy,
     sha256_file,
 )
-from ragtools.parsers.errors import IndexLoadError
 
 __all__ = [
     "DELETED_DIR",

@@ -17,7 +17,7 @@ Layout of an index root (a sharded index's shards each hold the same layout)::
 **The protocol.** Every change (build, update, add, delete, rollback, and the whole of a
 sharded build or update, shards included) runs under the one writer lock of the index root
 (:func:`writer_lock`); a second writer waits for it, up to :data:`WRITER_TIMEOUT`, then gets
-an :class:`~parsers.errors.IndexStateError` naming the index. A version is written into a
+an :class:`~indexes.errors.IndexStateError` naming the index. A version is written into a
 ``.tmp-`` directory, fsynced, renamed to its final name and only then named by ``CURRENT``
 (an fsynced temporary file renamed over it): a crash or a full disk at any point leaves
 ``CURRENT`` naming the previous complete version or the new complete one, never a mix. A
@@ -73,8 +73,9 @@ from pathlib import Path
 
 from filelock import FileLock, ReadWriteLock, Timeout
 
+from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.store._persist import fsync_dir
-from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexStateError
+from ragtools.parsers.errors import ConfigError
 
 __all__ = [
     "COUNTER",

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ragtools.indexes.dense.embed import Embedder
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.index import Index
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.store.versions import is_index_root
 from ragtools.parsers.document import Document
-from ragtools.parsers.errors import ConfigError, IndexLoadError
+from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import Retriever
 from ragtools.retrieval.evaluation.beir import BeirDataset, corpus_documents, load_beir
 from ragtools.retrieval.evaluation.metrics import DEFAULT_K_VALUES, Run, average, per_query

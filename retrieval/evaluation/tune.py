@@ -45,10 +45,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, cast
 
+from ragtools.indexes.errors import IndexStateError
 from ragtools.indexes.index import Index
 from ragtools.indexes.settings import FusionSettings
 from ragtools.parsers.document import Chunk
-from ragtools.parsers.errors import ConfigError, IndexStateError
+from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import Filter, QueryFilter, RankedChunks, Ranker
 from ragtools.retrieval.evaluation.beir import available_splits, load_qrels, load_queries
 from ragtools.retrieval.evaluation.compare import Comparison, compare_systems

@@ -33,7 +33,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.injected import is_config_annotation
 from ragtools.retrieval.tools.messages import is_tool_call
 from ragtools.retrieval.tools.params import check_nesting

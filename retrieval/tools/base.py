@@ -61,7 +61,8 @@ from pydantic import (
     create_model,
 )
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.arguments import (
     config_parameter,
     declares_callbacks,

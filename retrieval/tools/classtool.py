@@ -23,7 +23,7 @@ Both follow the duck-typed tool protocol of :class:`~retrieval.tools.node.ToolsN
 ``invoke(tool_call)`` returns a :class:`~retrieval.tools.messages.ToolMessage` whose content is
 :func:`~retrieval.tools.params.format_result` of the result; ``invoke(arguments)`` returns the
 result itself; ``ainvoke`` runs ``invoke`` in a worker thread. With a ToolCall, a
-:class:`~parsers.errors.ToolInputError` (bad JSON, missing or invalid arguments) becomes an
+:class:`~retrieval.errors.ToolInputError` (bad JSON, missing or invalid arguments) becomes an
 error message the model can correct (``status="error"``) as ``handle_tool_error`` says: the
 option of the same name and meaning as on :class:`~retrieval.tools.base.BaseTool`, except that
 it defaults to ``True`` here (Qwen-Agent shows bad input to the model); other exceptions
@@ -40,7 +40,8 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ValidationError
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.concurrency import call_with_timeout, in_thread
 from ragtools.retrieval.tools.exceptions import ErrorHandler, check_error_handler, handled_content
 from ragtools.retrieval.tools.function_view import CallableAsFunction

@@ -7,7 +7,7 @@ no. A tool raises it; the ``handle_tool_error`` option turns it into message con
 bug and propagates. Construction mistakes (a bad option, a schema of the wrong kind) are not
 tool failures: they raise :class:`~parsers.errors.ConfigError` when the tool is built.
 
-It subclasses :class:`parsers.errors.ToolInputError`, so ``except RetrievalError`` still
+It subclasses :class:`retrieval.errors.ToolInputError`, so ``except RetrievalError`` still
 catches everything of ours, and a retriever that raises the plain ``ToolInputError`` is
 handled the same way.
 
@@ -24,7 +24,8 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 
 __all__ = [
     "ErrorHandler",

@@ -25,7 +25,7 @@ the OpenAI tool schema. :func:`format_result` turns a tool's return value into t
 reads: strings unchanged, dicts and lists as JSON with non-ASCII characters kept (a Chinese
 answer stays readable instead of becoming ``\\u`` escapes).
 
-Errors: input from the model raises :class:`~parsers.errors.ToolInputError` (recoverable, meant
+Errors: input from the model raises :class:`~retrieval.errors.ToolInputError` (recoverable, meant
 for the model); a bad parameter definition raises :class:`~parsers.errors.ConfigError`.
 """
 
@@ -41,8 +41,9 @@ import json5
 import jsonschema
 from pydantic import BaseModel
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.nesting import MAX_NESTING, nesting_problem, text_too_deep, too_deep
+from ragtools.retrieval.errors import ToolInputError
 
 logger = logging.getLogger(__name__)
 

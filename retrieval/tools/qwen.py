@@ -53,9 +53,10 @@ from typing import Any, ClassVar, cast
 
 from ragtools.indexes import Embedder, Index
 from ragtools.parsers import split
-from ragtools.parsers.errors import ConfigError, ParseError, ToolInputError
+from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.parsers.loading import DEFAULT_MAX_BYTES, DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_BUDGET
 from ragtools.retrieval.base import Ranker, Retriever
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.names import retriever_for

@@ -16,7 +16,7 @@ Rules, as in Qwen-Agent:
   ``BaseTool`` subclass its registered name unless the configuration names it.
 
 Looking up a name that is not registered raises :class:`UnknownToolError`, which is a
-:class:`~parsers.errors.ToolInputError` (a model asked for a tool that does not exist: show it
+:class:`~retrieval.errors.ToolInputError` (a model asked for a tool that does not exist: show it
 the message, which lists the known tools), a :class:`ValueError` (what Qwen-Agent's
 ``get_tool`` raises) and a :class:`KeyError` (the registry is a ``Mapping``, and
 ``registry[name]`` keeps the mapping contract).
@@ -45,7 +45,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.base import BaseTool
 from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
 

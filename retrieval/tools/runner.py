@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragtools.parsers.errors import ToolInputError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.arguments import is_validation_error
 from ragtools.retrieval.tools.base import BaseTool
 from ragtools.retrieval.tools.concurrency import acall_with_timeout, call_with_timeout, in_thread

@@ -15,11 +15,12 @@ import rank_bm25
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragtools.indexes.errors import IndexStateError
 from ragtools.indexes.keyword.bm25 import VARIANT_DEFAULTS, BM25Index
 from ragtools.indexes.ranking import Ranking
 from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
-from ragtools.parsers.errors import ConfigError, IndexStateError
+from ragtools.parsers.errors import ConfigError
 
 RANK_BM25 = {
     "okapi": rank_bm25.BM25Okapi,

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import rank_bm25
 
+from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.keyword.collection import (
     Collection,
@@ -20,7 +21,6 @@ from ragtools.indexes.keyword.collection import (
     combined,
     segment_counts,
 )
-from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 RANK_BM25 = {"okapi": rank_bm25.BM25Okapi, "bm25l": rank_bm25.BM25L, "bm25plus": rank_bm25.BM25Plus}
 

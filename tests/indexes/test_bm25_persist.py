@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ragtools.indexes.errors import IndexLoadError, IndexVersionError
 from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.store._persist import write_manifest
 from ragtools.indexes.text.tokenize import Tokenizer
-from ragtools.parsers.errors import ConfigError, IndexLoadError, IndexVersionError
+from ragtools.parsers.errors import ConfigError
 
 TEXTS = [
     "Cells divide by mitosis.",

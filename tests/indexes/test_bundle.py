@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragtools.indexes.errors import IndexLoadError, IndexVersionError
 from ragtools.indexes.index import Index
 from ragtools.indexes.store.versions import current_version
 from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
-from ragtools.parsers import ConfigError, IndexLoadError, IndexVersionError
+from ragtools.parsers import ConfigError
 from tests.indexes.legacy import as_legacy
 
 
@@ -229,7 +230,7 @@ def test_keyword_only_index(tmp_path: Path, pdf_dir: Path) -> None:
     index = Index.build([src], tmp_path / "kw", vector=False)
     assert index.vector is None
     assert index.keyword_search("helium", 1)
-    from ragtools.parsers import IndexStateError
+    from ragtools.indexes.errors import IndexStateError
 
     with pytest.raises(IndexStateError, match="without the vector half"):
         index.vector_search("helium", 1)

@@ -10,8 +10,9 @@ import pytest
 
 from ragtools.indexes.dense.embed import Embedder
 from ragtools.indexes.dense.embed_cache import CachedEmbedder, EmbeddingCache, text_key
+from ragtools.indexes.errors import DimensionMismatchError
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.parsers.errors import ConfigError, DimensionMismatchError
+from ragtools.parsers.errors import ConfigError
 
 TEXTS = [f"document number {i} about topic {i % 7}" for i in range(100)]
 

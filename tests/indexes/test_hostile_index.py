@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.index import Index
 from ragtools.indexes.store._persist import _self_digest, save_npy, sha256_file
 from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Document
-from ragtools.parsers.errors import IndexLoadError, IndexStateError
 from ragtools.parsers.selection import LEAVES_ROOT, Selection
 
 CAFE = os.fsdecode(b"caf\xe9.txt")  # a Latin-1 name: not UTF-8

@@ -30,9 +30,10 @@ import numpy as np
 import pytest
 
 from ragtools.indexes import Index, IndexWriter
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.store.versions import current_version, list_versions, switch_version
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.parsers import Chunk, Document, IndexLoadError, Selection, split
+from ragtools.parsers import Chunk, Document, Selection, split
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
 from ragtools.retrieval.vector import VectorRetriever

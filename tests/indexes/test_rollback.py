@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.index import Index
 from ragtools.indexes.store.versions import (
     current_version,
@@ -15,7 +16,7 @@ from ragtools.indexes.store.versions import (
 )
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
-from ragtools.parsers import ConfigError, Document, IndexLoadError, split
+from ragtools.parsers import ConfigError, Document, split
 
 
 def _writer(text: str):

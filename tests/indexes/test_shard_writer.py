@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.index import Index, open_version
 from ragtools.indexes.store.segments import shard_of
 from ragtools.indexes.store.versions import current_version, list_versions, switch_version
 from ragtools.indexes.testing import live_segment
-from ragtools.parsers.errors import IndexLoadError, IndexStateError
 
 OPTIONS: dict[str, Any] = {"vector": False, "chunk_size": 200, "chunk_overlap": 0}
 

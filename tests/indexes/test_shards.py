@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.index import Index
 from ragtools.indexes.store.segments import shard_of
 from ragtools.indexes.store.versions import current_version
 from ragtools.indexes.testing import FakeEmbedder, live_segment
-from ragtools.parsers import ConfigError, IndexLoadError
+from ragtools.parsers import ConfigError
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
 from ragtools.retrieval.vector import VectorRetriever

@@ -138,9 +138,10 @@ def test_large_segments_open_without_parsing_their_chunks(
 
 
 def test_chunk_file_reads_what_the_store_wrote(tmp_path: Path) -> None:
+    from ragtools.indexes.errors import IndexLoadError
     from ragtools.indexes.store._chunk_file import ChunkFile
     from ragtools.indexes.store.chunks import read_chunks, write_chunks
-    from ragtools.parsers import IndexLoadError, split
+    from ragtools.parsers import split
 
     chunks = split([document(i) for i in range(12)], chunk_size=20, chunk_overlap=0)
     write_chunks(tmp_path / "chunks.jsonl", chunks)
@@ -162,8 +163,8 @@ def test_a_large_segments_document_ids_are_read_at_the_first_text_lookup(
     """Opening holds no document id of a large segment; a lookup reads its ids then, and
     ids that do not fit the stored texts are named when they are read."""
     from ragtools.indexes import index as bundle
+    from ragtools.indexes.errors import IndexLoadError
     from ragtools.indexes.store.doc_texts import ChainedTexts, DocumentTexts
-    from ragtools.parsers import IndexLoadError
 
     monkeypatch.setattr(bundle, "LAZY_ROWS", 0)
     docs = [document(i) for i in range(N_DOCS)]

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from ragtools.indexes.dense.vector import VectorIndex
+from ragtools.indexes.errors import DimensionMismatchError
 from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.ranking import Ranking
 from ragtools.indexes.testing import FakeEmbedder
-from ragtools.parsers.errors import ConfigError, DimensionMismatchError
+from ragtools.parsers.errors import ConfigError
 
 DIM = 24
 

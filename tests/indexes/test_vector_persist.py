@@ -11,14 +11,9 @@ import numpy as np
 import pytest
 
 from ragtools.indexes.dense.vector import MANIFEST, VectorIndex
+from ragtools.indexes.errors import DimensionMismatchError, IndexLoadError, IndexVersionError
 from ragtools.indexes.store._persist import read_json, write_manifest
-from ragtools.parsers.errors import (
-    ConfigError,
-    DimensionMismatchError,
-    IndexLoadError,
-    IndexVersionError,
-    MissingDependencyError,
-)
+from ragtools.parsers.errors import ConfigError, MissingDependencyError
 
 DIM = 16
 ROOT = Path(__file__).resolve().parents[2]

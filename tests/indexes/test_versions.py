@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.index import Index, open_version
 from ragtools.indexes.store import versions
 from ragtools.indexes.store.chunks import read_chunks, write_chunks
@@ -36,8 +37,7 @@ from ragtools.indexes.store.versions import (
     writer_lock,
 )
 from ragtools.indexes.writer import IndexWriter
-from ragtools.parsers import Chunk, ConfigError, Document, IndexLoadError, split
-from ragtools.parsers.errors import IndexStateError
+from ragtools.parsers import Chunk, ConfigError, Document, split
 
 ROOT = Path(__file__).resolve().parents[2]
 

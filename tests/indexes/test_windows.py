@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from ragtools.indexes.dense.windows import split_windows
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.index import Index
 from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
-from ragtools.parsers import ConfigError, IndexLoadError
+from ragtools.parsers import ConfigError
 
 WORDS = [f"w{i}" for i in range(400)]
 

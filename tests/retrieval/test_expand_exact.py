@@ -12,13 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.index import Index
 from ragtools.indexes.store._persist import save_npy
 from ragtools.indexes.store.doc_texts import DocumentTexts
 from ragtools.indexes.store.manifest import DOCUMENT_TEXTS
 from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
-from ragtools.parsers import Chunk, Document, IndexLoadError, load
+from ragtools.parsers import Chunk, Document, load
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.keyword import KeywordRetriever
 from ragtools.retrieval.tools import create_retriever_tool, make_tool_call

@@ -121,8 +121,8 @@ def _deep_json(depth: int) -> str:
 def test_json_string_arguments_nested_100000_deep_are_a_tool_input_error(
     strict_json: bool,
 ) -> None:
-    from ragtools.parsers.errors import ToolInputError
     from ragtools.parsers.nesting import MAX_NESTING
+    from ragtools.retrieval.errors import ToolInputError
     from ragtools.retrieval.tools.params import parse_arguments
 
     problem = f"Invalid arguments: objects and lists nested more than {MAX_NESTING} levels deep"
@@ -139,7 +139,7 @@ def test_json_string_arguments_nested_100000_deep_are_a_tool_input_error(
 
 
 def test_dict_arguments_nested_deep_name_the_argument() -> None:
-    from ragtools.parsers.errors import ToolInputError
+    from ragtools.retrieval.errors import ToolInputError
     from ragtools.retrieval.tools import tool
     from ragtools.retrieval.tools.params import parse_arguments, verify_arguments
 
@@ -216,8 +216,8 @@ def test_deep_json_in_beir_queries_is_a_parse_error_naming_the_line(tmp_path: Pa
 def test_a_query_list_nested_100000_deep_is_refused_by_name(tmp_path: Path) -> None:
     from ragtools.indexes.index import Index
     from ragtools.indexes.testing import FakeEmbedder
-    from ragtools.parsers.errors import ToolInputError
     from ragtools.retrieval import HybridRetriever, create_retriever_tool
+    from ragtools.retrieval.errors import ToolInputError
 
     (tmp_path / "bees.txt").write_text("Honey bees dance.", encoding="utf-8")
     hybrid = HybridRetriever.from_index(

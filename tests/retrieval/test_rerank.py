@@ -12,8 +12,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from ragtools.indexes.errors import DimensionMismatchError
 from ragtools.parsers.document import Chunk
-from ragtools.parsers.errors import ConfigError, DimensionMismatchError, MissingDependencyError
+from ragtools.parsers.errors import ConfigError, MissingDependencyError
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.rerank import CrossEncoderReranker, MMRReranker, Reranker
 

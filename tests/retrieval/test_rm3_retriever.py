@@ -84,8 +84,8 @@ def test_no_match_and_options_by_name(index: Index) -> None:
 
 
 def test_an_index_without_the_keyword_half_is_refused(tmp_path: Path) -> None:
+    from ragtools.indexes.errors import IndexStateError
     from ragtools.indexes.testing import FakeEmbedder
-    from ragtools.parsers.errors import IndexStateError
 
     docs = [Document(id="x", text="some words", metadata={"source": "x.txt"})]
     vector_only = Index.from_documents(

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from ragtools.indexes.errors import IndexStateError
 from ragtools.indexes.index import Index
 from ragtools.indexes.settings import FusionSettings
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import ConfigError, Document
-from ragtools.parsers.errors import IndexStateError
 from ragtools.retrieval.evaluation.tune import FEW_QUERIES, tune_fusion
 from ragtools.retrieval.hybrid import DEFAULT_WEIGHTS, HybridRetriever
 

@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools import (
     BaseTool,
     InjectedToolArg,

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
 from ragtools.retrieval.tools.messages import ToolMessage, make_tool_call
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.classtool import FunctionTool
 from ragtools.retrieval.tools.execution import (
     AsyncInvokeEndpoint,

@@ -7,7 +7,8 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.params import (
     INVALID_JSON_MESSAGE,
     ToolInfo,

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.classtool import FunctionTool
 from ragtools.retrieval.tools.messages import make_tool_call
 from ragtools.retrieval.tools.node import ToolsNode

@@ -7,8 +7,9 @@ import asyncio
 import pytest
 from pydantic import ValidationError
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.base import Retriever
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.tools import (
     RetrieverInput,

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from ragtools.parsers.errors import ConfigError, ToolInputError
+from ragtools.parsers.errors import ConfigError
+from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools import (
     FunctionTool,
     ToolExecutor,
