@@ -104,7 +104,12 @@ def query_term_weight(count: float, k3: float) -> float:
 
 
 _BLOCK_TOKENS = 1 << 22  # tokens counted per block: bounds the per-token temporaries
-_WEIGHT_CHUNK = 1 << 22  # postings per weight-computation step (~32 MB per float64 temporary)
+_WEIGHT_CHUNK = 1 << 15
+"""Postings per weight-computation step: its float64 temporaries (256 KB each) stay in the
+CPU's cache and are reused by the allocator, where one temporary per whole posting list is
+fresh memory the kernel must fault in page by page, which cost more than the arithmetic."""
+_THREADED_WEIGHTS = 1 << 22
+"""Postings from which two threads fill the weights (numpy releases the GIL)."""
 
 
 class Vocabulary(dict[str, int]):
@@ -312,6 +317,18 @@ def compute_idf(
     return idf, bool(np.all(idf[present] > 0)), n_negative
 
 
+def length_factors(
+    doc_len: np.ndarray, avgdl: float, *, variant: Variant, k1: float, b: float
+) -> np.ndarray:
+    """Each row's length normalisation, the part of a posting's weight that depends on its
+    row alone: ``1 - b + b * dl / avgdl`` for BM25L, ``k1`` times it for the others (float64,
+    one per row). Computed once per row rather than once per posting, with rank-bm25's
+    expressions in its order, so the weights keep their last bits.
+    """
+    base = 1 - b + b * doc_len.astype(np.float64) / avgdl
+    return base if variant == "bm25l" else k1 * base
+
+
 def compute_weights(
     postings: Postings,
     doc_len: np.ndarray,
@@ -324,6 +341,7 @@ def compute_weights(
     epsilon: float,
     delta: float,
     global_idf: tuple[np.ndarray, bool, int] | None = None,
+    factors: np.ndarray | None = None,
 ) -> Weights:
     """idf per term and the score of every posting, with rank-bm25's formulas.
 
@@ -331,7 +349,8 @@ def compute_weights(
     frequencies are ``diff(indptr)`` and terms without postings are out of the vocabulary
     (idf 0), exactly as in a fresh build on the surviving rows. Segments merged for a version
     pass the :func:`compute_idf` of the whole collection as ``global_idf``
-    (see :mod:`indexes.keyword.collection`).
+    (see :mod:`indexes.keyword.collection`), and a segment scored per query passes its rows'
+    :func:`length_factors`, computed once for its version, as ``factors``.
     """
     idf, positive, n_negative = global_idf or compute_idf(
         postings.indptr, n_live, variant=variant, epsilon=epsilon
@@ -347,35 +366,37 @@ def compute_weights(
     weights = np.empty(len(postings.docs), dtype=np.float64)
     if len(weights) == 0:
         return Weights(idf, weights, positive, n_negative)
-    avgdl = total_len / n_live
+    if factors is None:
+        factors = length_factors(doc_len, total_len / n_live, variant=variant, k1=k1, b=b)
     indptr = postings.indptr
-    # Term ranges of about _WEIGHT_CHUNK postings keep the float64 temporaries small; numpy
-    # releases the GIL, so two threads fill them on two cores (the same floats either way).
-    cuts = np.searchsorted(indptr, np.arange(0, indptr[-1], _WEIGHT_CHUNK), side="right") - 1
-    bounds = [*np.unique(cuts).tolist(), len(indptr) - 1]
+    nnz = int(indptr[-1])
 
-    def fill(t0: int, t1: int) -> None:
-        start, end = int(indptr[t0]), int(indptr[t1])
-        if start == end:
-            return
+    def fill(start: int, end: int) -> None:
+        # The terms of postings start..end-1, each with its number of postings among them.
+        t0 = int(np.searchsorted(indptr, start, side="right")) - 1
+        t1 = int(np.searchsorted(indptr, end - 1, side="right"))
+        spans = np.diff(np.clip(indptr[t0 : t1 + 1], start, end))
         tf = postings.tf[start:end].astype(np.float64)
-        dl = doc_len[postings.docs[start:end]].astype(np.float64)
-        idf_p = np.repeat(idf[t0:t1], np.diff(indptr[t0 : t1 + 1]))
+        norm = factors[postings.docs[start:end]]
+        idf_p = np.repeat(idf[t0:t1], spans)
         # Same operation order as rank-bm25, so the floats agree to the last bits.
         if variant in ("okapi", "lucene"):
-            w = idf_p * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))
+            w = idf_p * (tf * (k1 + 1) / (tf + norm))
         elif variant == "bm25l":
-            ctd = tf / (1 - b + b * dl / avgdl)
+            ctd = tf / norm
             w = idf_p * tf * (k1 + 1) * (ctd + delta) / (k1 + ctd + delta)
         else:  # bm25plus; the delta * idf part is added per query to every row
-            w = idf_p * ((tf * (k1 + 1)) / (k1 * (1 - b + b * dl / avgdl) + tf))
+            w = idf_p * ((tf * (k1 + 1)) / (norm + tf))
         weights[start:end] = w
 
-    ranges = list(itertools.pairwise(bounds))
-    if len(ranges) > 1 and (os.cpu_count() or 1) >= 2:
+    def fill_all(first: int, last: int) -> None:
+        for start in range(first, last, _WEIGHT_CHUNK):
+            fill(start, min(start + _WEIGHT_CHUNK, last))
+
+    if nnz >= _THREADED_WEIGHTS and (os.cpu_count() or 1) >= 2:
+        half = nnz // 2
         with ThreadPoolExecutor(2, thread_name_prefix="bm25-weights") as pool:
-            list(pool.map(lambda r: fill(*r), ranges))
+            list(pool.map(lambda r: fill_all(*r), [(0, half), (half, nnz)]))
     else:
-        for t0, t1 in ranges:
-            fill(t0, t1)
+        fill_all(0, nnz)
     return Weights(idf, weights, positive, n_negative)

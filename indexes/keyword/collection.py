@@ -45,7 +45,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.errors import IndexLoadError, IndexStateError
-from ragtools.indexes.keyword._math import Postings, Vocabulary, compute_idf, compute_weights
+from ragtools.indexes.keyword._math import (
+    Postings,
+    Vocabulary,
+    compute_idf,
+    compute_weights,
+    length_factors,
+)
 from ragtools.indexes.keyword._query import Snapshot, query_terms, search_one, weighted_terms
 from ragtools.indexes.keyword.bm25 import BM25Index, Query
 from ragtools.indexes.ranking import Mask, Ranking
@@ -177,6 +183,11 @@ class SegmentScorer:
         self._doc_len = corpus.doc_len
         self._dead = np.asarray(corpus.deleted, dtype=np.bool_) | deleted
         self._collection = collection
+        params = collection.weight_params
+        avgdl = collection.stats.total_len / collection.stats.n_live
+        self._factors = length_factors(
+            self._doc_len, avgdl, variant=params["variant"], k1=params["k1"], b=params["b"]
+        )
 
     def search(self, query: Query, k: int, allow: Mask | None) -> Ranking:
         """The ``k`` best allowed live rows containing a query term (score descending,
@@ -214,6 +225,7 @@ class SegmentScorer:
             stats.total_len,
             **collection.weight_params,
             global_idf=(collection.idf[ids], collection.positive, 0),
+            factors=self._factors,
         )
         n_rows = len(self._dead)
         snap = Snapshot(sub, weights, n_rows, n_rows, self._dead, collection.plus_delta)

@@ -328,14 +328,15 @@ def test_long_file_histories_equal_a_fresh_build(shards: int | None, steps: list
 
 @pytest.mark.stress
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("kind", SCORING)
-@pytest.mark.parametrize("shards", [None, 3])
+@pytest.mark.parametrize(("shards", "kind"), [(None, "merged"), (3, "per segment")])
 @LONG
 @given(steps=histories(FILE_STEPS + WRITER_STEPS, 14))
 @example(steps=EVERY_KIND)
 def test_long_histories_equal_a_fresh_build(
     shards: int | None, kind: str, steps: list[Step]
 ) -> None:
+    """Long histories, each layout with one way of scoring (both are exact for both
+    layouts in the quick test above; the long runs cost CI minutes)."""
     with scoring(kind):
         run(steps, shards)
 
