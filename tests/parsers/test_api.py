@@ -12,19 +12,14 @@ def test_exported_names() -> None:
     assert sorted(parsers.__all__) == [
         "Chunk",
         "ConfigError",
-        "DimensionMismatchError",
         "Document",
         "FileError",
-        "IndexLoadError",
-        "IndexStateError",
-        "IndexVersionError",
         "LoadResult",
         "MissingDependencyError",
         "ParseError",
         "PasswordRequiredError",
         "RetrievalError",
         "Selection",
-        "ToolInputError",
         "load",
         "load_dir",
         "load_files",
@@ -34,6 +29,29 @@ def test_exported_names() -> None:
     ]
     for name in parsers.__all__:
         assert getattr(parsers, name) is not None
+
+
+def test_errors_live_beside_the_package_that_raises_them() -> None:
+    """The index and tool-input errors moved out of ``parsers`` (#33 item 5), under the one
+    root; ``parsers`` keeps the errors every package raises."""
+    from ragtools import indexes, retrieval
+    from ragtools.indexes import errors as index_errors
+    from ragtools.parsers.errors import RetrievalError
+    from ragtools.retrieval import errors as retrieval_errors
+
+    moved = {
+        "IndexStateError": index_errors,
+        "DimensionMismatchError": index_errors,
+        "IndexLoadError": index_errors,
+        "IndexVersionError": index_errors,
+        "ToolInputError": retrieval_errors,
+    }
+    for name, module in moved.items():
+        error = getattr(module, name)
+        assert issubclass(error, RetrievalError)
+        assert not hasattr(parsers, name)
+        front = indexes if module is index_errors else retrieval
+        assert getattr(front, name) is error
 
 
 def test_import_is_lazy() -> None:
