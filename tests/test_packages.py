@@ -24,9 +24,10 @@ def test_exports_resolve() -> None:
 
 def test_top_level_exports_snapshot() -> None:
     assert sorted(indexes.__all__) == [
-        "BM25Index", "CachedEmbedder", "Embedder", "EmbeddingCache", "Index", "IndexSettings",
-        "IndexState", "IndexWriter", "Ranking", "SentenceTransformerEmbedder", "Tokenizer",
-        "UpdateReport", "VectorIndex", "WindowedVectorIndex",
+        "BM25Index", "CachedEmbedder", "DimensionMismatchError", "Embedder", "EmbeddingCache",
+        "Index", "IndexLoadError", "IndexSettings", "IndexState", "IndexStateError",
+        "IndexVersionError", "IndexWriter", "Ranking", "SentenceTransformerEmbedder",
+        "Tokenizer", "UpdateReport", "VectorIndex", "WindowedVectorIndex",
     ]  # fmt: skip
     assert {"create_retriever_tool", "HybridRetriever", "Hit", "fuse", "Index"} <= set(
         retrieval.__all__
@@ -97,7 +98,8 @@ def test_retrieval_exports_snapshot() -> None:
     assert retrieval.__all__ == [
         "BaseRetriever", "CrossEncoderReranker", "Expansion", "Filter", "FrontPageRetriever",
         "Hit", "HybridRetriever", "Index", "IndexRetriever", "KeywordRetriever", "MMRReranker",
-        "RankedChunks", "Ranker", "Reranker", "Retriever", "RetrieverInput", "VectorRetriever",
+        "RankedChunks", "Ranker", "Reranker", "Retriever", "RetrieverInput", "ToolInputError",
+        "VectorRetriever",
         "compile_filter", "create_retriever_tool", "distribution_based_score_fusion",
         "filter_mask", "fuse", "fuse_hits", "fuse_rankings", "reciprocal_rank_fusion",
         "relative_score_fusion", "retriever_for",
