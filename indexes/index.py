@@ -203,9 +203,9 @@ class KeywordHalf:
             (i, p.bm25) for i, p in enumerate(parts) if p is not None and p.bm25 is not None
         ]
         self.template = self.held[0][1]
-        stored = len(parts) == 1 and stats is None and entries[0].canonical
         postings = sum(len(index.corpus().postings().docs) for _, index in self.held)
-        self.per_segment = not (stored and not deleted[0].any()) and postings > COMBINE_POSTINGS
+        stored = _scores_as_stored(parts, entries, deleted, stats)
+        self.per_segment = not stored and postings > COMBINE_POSTINGS
         self._made: tuple[BM25Index, Rows | None, GlobalStats | None] | None = None
         self._collection: Collection | None = None
         self._scorers: dict[int, SegmentScorer] = {}
@@ -927,6 +927,17 @@ def _read_segment(
     return part
 
 
+def _scores_as_stored(
+    parts: Sequence[IndexState | None],
+    entries: Sequence[SegmentEntry],
+    deleted: Sequence[npt.NDArray[np.bool_]],
+    stats: GlobalStats | None,
+) -> bool:
+    """Whether a version's keyword half is one canonical segment without deletions, scored
+    with its own statistics: its stored weights are then the version's."""
+    return len(parts) == 1 and stats is None and entries[0].canonical and not deleted[0].any()
+
+
 def _keyword_half(
     parts: Sequence[IndexState | None],
     entries: Sequence[SegmentEntry],
@@ -959,7 +970,7 @@ def _keyword_half(
     held = [(i, p.bm25) for i, p in enumerate(parts) if p is not None and p.bm25 is not None]
     if not held:
         return None, None, stats
-    if len(parts) == 1 and stats is None and entries[0].canonical and not deleted[0].any():
+    if _scores_as_stored(parts, entries, deleted, stats):
         return held[0][1], None, None
     indexes = [b for _, b in held]
     index, stats = combined(indexes, [deleted[i] for i, _ in held], stats, where=where)
