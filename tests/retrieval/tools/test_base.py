@@ -422,6 +422,9 @@ def test_args_schema_annotated_as_an_instance_is_refused_at_class_creation() -> 
 
 
 def test_tool_pickles_after_its_schemas_were_built() -> None:
+    """LangChain's tools cross process boundaries by pickle (multiprocessing, Ray), so ours
+    must too (an item of LangChain's own suite). In memory only: nothing here, and nothing in
+    the package, writes a pickle to disk."""
     tool = Multiply()
     schema = tool.tool_call_schema  # fills the memo with classes built at run time
     restored = pickle.loads(pickle.dumps(tool))
