@@ -46,8 +46,8 @@ from ragtools.indexes.dense.onnx_export import (
     export_dir,
     exported_model,
     onnx_runtime,
+    openvino_runtime,
 )
-from ragtools.parsers._optional import require
 from ragtools.parsers._progress import counter
 
 __all__ = ["OnnxEncoder", "OnnxPlan", "read_plan", "shared_encoder"]
@@ -196,7 +196,7 @@ class _OpenVinoRunner:
     """
 
     def __init__(self, model: bytes, threads: int) -> None:
-        ov = require("openvino")
+        ov = openvino_runtime()
         core = ov.Core()
         network = core.read_model(model, ov.Tensor(np.empty(0, dtype=np.uint8)))
         config = {

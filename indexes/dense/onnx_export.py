@@ -88,6 +88,25 @@ def onnx_runtime() -> Any:
     return ort
 
 
+def openvino_runtime() -> Any:
+    """OpenVINO, imported with its telemetry off.
+
+    ``import openvino`` imports its model converter, which sends a usage event to Google
+    Analytics and writes a client id under ``~/intel`` unless the user opted out with
+    ``opt_in_out`` (no consent file counts as consent): a network attempt on every cold
+    start of a library that promises none. OpenVINO falls back to its own no-op stub
+    (``openvino.tools.ovc.telemetry_stub``) when ``openvino_telemetry`` cannot be imported,
+    so that package is marked unimportable before the first import of OpenVINO. A process
+    that imported OpenVINO itself keeps its own choice.
+
+    Raises:
+        MissingDependencyError: OpenVINO is not installed.
+    """
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+    return require("openvino")
+
+
 def cache_root() -> Path:
     """Where exported files are kept: ``$RAGTOOLS_CACHE_DIR`` or the user's cache folder."""
     configured = os.environ.get("RAGTOOLS_CACHE_DIR")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -35,3 +36,35 @@ def test_a_vector_query_leaves_no_telemetry_files(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "True"  # the query went through ONNX Runtime
     assert not (home / ".cache" / "Microsoft").exists()
+
+
+OPENVINO = """
+import sys
+from ragtools.indexes.dense.onnx_export import openvino_runtime
+ov = openvino_runtime()
+ov.Core().available_devices  # the runtime works
+from openvino.tools.ovc import telemetry_utils
+print(telemetry_utils.tm.__name__)
+"""
+
+
+def test_openvino_is_imported_without_its_usage_event(tmp_path: Path) -> None:
+    """``import openvino`` sends a Google Analytics event and writes ``~/intel`` unless the
+    user opted out; through :func:`openvino_runtime` its own no-op stub is used instead."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
+    proc = subprocess.run(
+        [sys.executable, "-c", OPENVINO],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    # openvino_telemetry is installed (openvino depends on it), so the stub is the guard's doing
+    assert importlib.metadata.version("openvino-telemetry")
+    assert proc.stdout.strip() == "openvino.tools.ovc.telemetry_stub"
+    assert not (home / "intel").exists()
