@@ -329,6 +329,34 @@ def length_factors(
     return base if variant == "bm25l" else k1 * base
 
 
+def posting_weights(
+    idf: np.ndarray | float,
+    tf: np.ndarray,
+    norm: np.ndarray,
+    *,
+    variant: Variant,
+    k1: float,
+    delta: float,
+) -> np.ndarray:
+    """The weights of postings with term frequencies ``tf`` in rows of length factors
+    ``norm`` (:func:`length_factors`), their terms' ``idf`` given per posting or as one
+    number: the one BM25 weight formula, which every scoring path calls.
+
+    Same operation order as rank-bm25, so the floats agree to the last bits; a number
+    and an array of that number give the same floats.
+    """
+    tf = tf.astype(np.float64)
+    weights: np.ndarray
+    if variant in ("okapi", "lucene"):
+        weights = idf * (tf * (k1 + 1) / (tf + norm))
+    elif variant == "bm25l":
+        ctd = tf / norm
+        weights = idf * tf * (k1 + 1) * (ctd + delta) / (k1 + ctd + delta)
+    else:  # bm25plus; the delta * idf part is added per query to every row
+        weights = idf * ((tf * (k1 + 1)) / (norm + tf))
+    return weights
+
+
 def compute_weights(
     postings: Postings,
     doc_len: np.ndarray,
@@ -376,18 +404,15 @@ def compute_weights(
         t0 = int(np.searchsorted(indptr, start, side="right")) - 1
         t1 = int(np.searchsorted(indptr, end - 1, side="right"))
         spans = np.diff(np.clip(indptr[t0 : t1 + 1], start, end))
-        tf = postings.tf[start:end].astype(np.float64)
-        norm = factors[postings.docs[start:end]]
         idf_p = np.repeat(idf[t0:t1], spans)
-        # Same operation order as rank-bm25, so the floats agree to the last bits.
-        if variant in ("okapi", "lucene"):
-            w = idf_p * (tf * (k1 + 1) / (tf + norm))
-        elif variant == "bm25l":
-            ctd = tf / norm
-            w = idf_p * tf * (k1 + 1) * (ctd + delta) / (k1 + ctd + delta)
-        else:  # bm25plus; the delta * idf part is added per query to every row
-            w = idf_p * ((tf * (k1 + 1)) / (norm + tf))
-        weights[start:end] = w
+        weights[start:end] = posting_weights(
+            idf_p,
+            postings.tf[start:end],
+            factors[postings.docs[start:end]],
+            variant=variant,
+            k1=k1,
+            delta=delta,
+        )
 
     def fill_all(first: int, last: int) -> None:
         for start in range(first, last, _WEIGHT_CHUNK):

@@ -67,7 +67,16 @@ class Snapshot:
             self._idf.append(self.weights.idf.tolist())
         idf = self._idf[0]
         ids, counts = terms
-        return self.plus_delta * sum([idf[i] * c for i, c in zip(ids, counts, strict=True)])
+        return plus_constant(self.plus_delta, [idf[i] for i in ids], counts)
+
+
+def plus_constant(plus_delta: float, idf: Sequence[float], counts: Sequence[float]) -> float:
+    """BM25+'s per-query part, ``plus_delta`` times the query terms' idf weighted by their
+    counts: the score a row gets from the query whatever its content (0 for other variants,
+    whose ``plus_delta`` is 0). One expression, so every path adds the same float."""
+    if not plus_delta:
+        return 0.0
+    return plus_delta * sum([i * c for i, c in zip(idf, counts, strict=True)])
 
 
 def query_terms(

@@ -23,11 +23,13 @@ those of one fresh index over its live rows, bit for bit, whatever history made 
 
 * :class:`SegmentScorer` scores one segment's live rows with the collection's statistics
   without merging anything: per query, from the term frequencies of the query terms'
-  postings, through the same weight formula (:func:`~indexes.keyword._math.compute_weights`)
-  and query kernel (:func:`~indexes.keyword._query.search_one`) as one index, summing the
-  terms in the canonical order, so its scores are the merged index's bit for bit. It costs
-  a few array operations over the query's postings per query instead of memory for every
-  posting: what a version too large to merge (ten million rows in sixteen shards) uses.
+  postings, through the same weight formula (:func:`~indexes.keyword._math.posting_weights`)
+  as one index, summing the terms in the canonical order, so its scores are the merged
+  index's bit for bit. It needs no memory for every posting: what a version too large to
+  merge (ten million rows in sixteen shards) uses. Weighing every posting of a query's
+  common terms in every segment is what such a query would cost (a few hundred thousand
+  postings per segment at that size), so it finds the best rows by MaxScore, as Lucene does,
+  and weighs only the rows that can be among them.
 
 A segment so scored is read-only (:class:`GlobalStatsBM25`): segments never change; a new
 version writes new segments and records deletions (:mod:`indexes.store.segments`).
@@ -51,8 +53,15 @@ from ragtools.indexes.keyword._math import (
     compute_idf,
     compute_weights,
     length_factors,
+    posting_weights,
 )
-from ragtools.indexes.keyword._query import Snapshot, query_terms, search_one, weighted_terms
+from ragtools.indexes.keyword._query import (
+    Snapshot,
+    plus_constant,
+    query_terms,
+    search_one,
+    weighted_terms,
+)
 from ragtools.indexes.keyword.bm25 import BM25Index, Query
 from ragtools.indexes.ranking import Mask, Ranking
 
@@ -163,9 +172,42 @@ class Collection:
         self.plus_delta = template.delta if template.variant == "bm25plus" else 0.0
 
 
+PRUNE_SLACK = 1e-9
+"""Relative margin added to the score bounds of pruned scoring, far above the rounding of
+a sum of a few weights (about 1e-15), so a bound is never below a score it bounds."""
+
+PRUNE_SHARE = 32
+"""Pruned scoring gives up (and scores every posting) once its candidate rows come from
+more than this share of the query's postings: a candidate costs a lookup in every query
+term's postings, some thirty times what adding one posting costs."""
+
+
 class SegmentScorer:
     """One segment's live rows scored with a :class:`Collection`'s statistics, per query
     (see the module docstring). Rows are the segment's own.
+
+    A query's ``k`` best rows are found, whenever that can be proved cheaply, without
+    computing the weight of every posting, by MaxScore (Turtle and Flood 1995; Lucene's
+    ``MaxScoreBulkScorer``):
+
+    * every query term has an upper bound on what it adds to a row: its idf and query
+      weight times a bound on its postings' term-frequency part under the collection's
+      length normalisation (:meth:`_saturated`: a loose one from its largest frequency,
+      and when that cannot prove a result, the tight one), kept per term and scorer;
+    * terms are taken in decreasing bound, as *essential*, until the ``k``-th best exact
+      score among the rows that hold an essential term is above the sum of the other
+      terms' bounds: a row holding none of them scores at most that sum, so it cannot be
+      among the ``k`` best;
+    * candidate rows are scored exactly: each term's term frequency is looked up in its
+      postings (sorted by row), weighed by the one formula
+      (:func:`~indexes.keyword._math.posting_weights`) and summed in canonical term
+      order, so the scores are the exhaustive path's bit for bit, and all rows tied with
+      the ``k``-th score are among the candidates.
+
+    With one rare term in a query of common ones, the essential rows are a few hundred
+    among hundreds of thousands of postings. When pruning cannot be proved within
+    :data:`PRUNE_SHARE`, or a weight can be zero or negative (BM25 Okapi's floored idf), the
+    segment is scored exhaustively, as one index would be.
 
     Args:
         index: the segment's BM25 index (memory-mapped: only the query's postings are read).
@@ -188,6 +230,10 @@ class SegmentScorer:
         self._factors = length_factors(
             self._doc_len, avgdl, variant=params["variant"], k1=params["k1"], b=params["b"]
         )
+        self._weigh = {name: params[name] for name in ("variant", "k1", "delta")}
+        self._loose = np.full(len(self._bounds) - 1, np.nan)
+        self._tight = self._loose.copy()
+        self._shortest = self._factors.min(initial=np.inf, keepdims=True)
 
     def search(self, query: Query, k: int, allow: Mask | None) -> Ranking:
         """The ``k`` best allowed live rows containing a query term (score descending,
@@ -205,11 +251,32 @@ class SegmentScorer:
             ids, counts = query_terms(tokens, collection.vocab, len(terms), collection.k3)
         if not ids:
             return Ranking.empty()
-        get, bounds, postings = self._local.get, self._bounds, self._postings
-        spans = []
+        get, bounds = self._local.get, self._bounds
+        locals_: list[int] = []
+        spans: list[tuple[int, int]] = []
         for term in ids:  # canonical order: the sums add as one index's do
             local = get(terms[term])
+            locals_.append(-1 if local is None else local)
             spans.append((0, 0) if local is None else (int(bounds[local]), int(bounds[local + 1])))
+        mask = ~self._dead if allow is None else allow & ~self._dead
+        idf = collection.idf[ids]
+        if collection.positive and bool((idf > 0).all()):  # bounds on sums need weights > 0
+            for tight in (False, True):
+                found = self._pruned(ids, counts, locals_, spans, k, mask, tight=tight)
+                if found is not None:
+                    return found
+        return self._exhaustive(ids, counts, spans, k, mask)
+
+    def _exhaustive(
+        self,
+        ids: list[int],
+        counts: Sequence[float],
+        spans: list[tuple[int, int]],
+        k: int,
+        mask: Mask,
+    ) -> Ranking:
+        """Every posting of the query's terms weighed, then the one query kernel."""
+        collection, postings = self._collection, self._postings
         indptr = np.zeros(len(ids) + 1, np.int64)
         np.cumsum([end - start for start, end in spans], out=indptr[1:])
         sub = Postings(
@@ -229,8 +296,113 @@ class SegmentScorer:
         )
         n_rows = len(self._dead)
         snap = Snapshot(sub, weights, n_rows, n_rows, self._dead, collection.plus_delta)
-        mask = ~self._dead if allow is None else allow & ~self._dead
         return search_one(snap, (list(range(len(ids))), counts), k, mask)
+
+    def _pruned(
+        self,
+        ids: list[int],
+        counts: Sequence[float],
+        locals_: list[int],
+        spans: list[tuple[int, int]],
+        k: int,
+        mask: Mask,
+        *,
+        tight: bool,
+    ) -> Ranking | None:
+        """MaxScore with the loose or tight term bounds (see the class docstring and
+        :meth:`_saturated`), or ``None`` when it cannot prove its result within
+        :data:`PRUNE_SHARE` of the query's postings."""
+        idf = self._collection.idf[ids]
+        sizes = [end - start for start, end in spans]
+        budget = sum(sizes) // PRUNE_SHARE
+        term_bounds = np.array(
+            [
+                0.0 if local < 0 else idf[i] * counts[i] * self._saturated(local, tight)
+                for i, local in enumerate(locals_)
+            ]
+        ) * (1 + PRUNE_SLACK)
+        order = np.argsort(-term_bounds, kind="stable").tolist()
+        rest = np.append(np.cumsum(term_bounds[order][::-1])[::-1], 0.0) * (1 + PRUNE_SLACK)
+        docs, plus = self._postings.docs, self._collection.plus_delta
+
+        def rows_of(terms: list[int]) -> npt.NDArray[np.int64]:
+            parts = [docs[spans[i][0] : spans[i][1]] for i in terms]
+            rows = np.unique(np.concatenate(parts)).astype(np.int64)
+            return rows[mask[rows]]
+
+        # A lower bound of the k-th best score: the k-th best exact score among the rows
+        # of the fewest terms of highest bound that hold k allowed rows.
+        theta = -np.inf
+        size = 0
+        for j in range(len(order)):
+            size += sizes[order[j]]
+            if size > budget:
+                return None
+            rows = rows_of(order[: j + 1])
+            if len(rows) >= k:
+                scores = self._exact(rows, ids, counts, spans)
+                theta = float(np.partition(scores, len(scores) - k)[len(scores) - k])
+                break
+        # The essential terms: the fewest of highest bound whose rows every row that may
+        # reach theta holds (the others' bounds add up to less than theta).
+        n_essential = next((j for j in range(1, len(order) + 1) if rest[j] < theta), len(order))
+        if sum(sizes[i] for i in order[:n_essential]) > budget:
+            return None
+        if n_essential > j + 1 or len(rows) < k:
+            rows = rows_of(order[:n_essential])
+            scores = self._exact(rows, ids, counts, spans)
+        scores += plus_constant(plus, self._collection.idf[ids].tolist(), counts)
+        return Ranking.top(scores, k, rows)
+
+    def _saturated(self, local: int, tight: bool) -> float:
+        """A bound on the weights of term ``local``'s postings for an idf of 1 (kept).
+
+        A weight grows with the term frequency and falls with the row's length in every
+        variant. The loose bound is the weight of the term's largest frequency in the
+        segment's shortest row: it reads the term's frequencies alone (contiguous). The
+        tight one is the largest weight itself, which also gathers its rows' lengths, so
+        it is computed only when the loose bounds cannot prove a query's result.
+        """
+        kept = self._tight if tight else self._loose
+        value = float(kept[local])
+        if np.isnan(value):
+            start, end = int(self._bounds[local]), int(self._bounds[local + 1])
+            tf = self._postings.tf[start:end]
+            if tight:
+                norms = self._factors[self._postings.docs[start:end]]
+            else:
+                tf, norms = tf.max(initial=0, keepdims=True), self._shortest
+            weights = posting_weights(1.0, tf, norms, **self._weigh)
+            value = float(weights.max(initial=0.0))
+            kept[local] = value
+        return value
+
+    def _exact(
+        self,
+        rows: npt.NDArray[np.int64],
+        ids: list[int],
+        counts: Sequence[float],
+        spans: list[tuple[int, int]],
+    ) -> npt.NDArray[np.float64]:
+        """The query's sums for ``rows`` (ascending), term by term in canonical order, each
+        row's term frequency looked up in the term's postings."""
+        sums = np.zeros(len(rows), np.float64)
+        norms = self._factors[rows]
+        postings, idf = self._postings, self._collection.idf
+        needles = rows.astype(postings.docs.dtype)  # as the postings: no converted copy of them
+        for term, count, (start, end) in zip(ids, counts, spans, strict=True):
+            if start == end or len(rows) == 0:
+                continue
+            docs = postings.docs[start:end]
+            at = np.minimum(np.searchsorted(docs, needles), end - start - 1)
+            has = docs[at] == needles
+            if not has.any():
+                continue
+            weights = posting_weights(
+                idf[term], postings.tf[start:end][at[has]], norms[has], **self._weigh
+            )
+            sums[has] += weights if count == 1 else weights * count
+        return sums
 
 
 class GlobalStatsBM25(BM25Index):

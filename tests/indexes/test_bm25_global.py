@@ -13,7 +13,7 @@ import pytest
 import rank_bm25
 
 from ragtools.indexes.errors import IndexLoadError, IndexStateError
-from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.keyword.bm25 import BM25Index, Query
 from ragtools.indexes.keyword.collection import (
     Collection,
     GlobalStats,
@@ -21,6 +21,7 @@ from ragtools.indexes.keyword.collection import (
     combined,
     segment_counts,
 )
+from ragtools.indexes.ranking import Ranking
 
 RANK_BM25 = {"okapi": rank_bm25.BM25Okapi, "bm25l": rank_bm25.BM25L, "bm25plus": rank_bm25.BM25Plus}
 
@@ -217,3 +218,65 @@ def test_a_segment_scored_per_query_applies_allow_and_k() -> None:
         best = [(s, r) for s, r in zip(expected.scores, expected.rows, strict=True) if r in mine]
         assert found.scores.tolist() == [s for s, _ in best[:4]]
     assert scorers[0].search(["nowhere"], 3, None).rows.size == 0
+
+
+def random_queries(n: int, seed: int) -> list[Query]:
+    """Queries of 1-6 terms drawn as the rows are (common terms with a rare one or two),
+    some with a repeated term, and some weighted as query expansion writes them."""
+    rng = np.random.default_rng(seed)
+    vocab = WORDS + [f"w{i}" for i in range(300)]
+    p = 1.0 / np.arange(1, len(vocab) + 1)
+    p /= p.sum()
+    queries: list[Query] = []
+    for i in range(n):
+        terms = list(rng.choice(vocab, size=int(rng.integers(1, 6)), p=p))
+        terms.append(str(rng.choice(vocab[200:])))  # a rare term, as most real queries hold
+        if i % 5 == 0:
+            queries.append({t: float(rng.uniform(0.1, 2.0)) for t in terms})
+        else:
+            queries.append(terms + terms[:1] if i % 3 == 0 else terms)
+    return queries
+
+
+@pytest.mark.parametrize("variant", ["okapi", "bm25l", "bm25plus", "lucene"])
+@pytest.mark.parametrize("deleted_every", [0, 5])
+def test_pruned_per_query_scoring_equals_scoring_every_posting(
+    variant: str, deleted_every: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MaxScore (``SegmentScorer``'s pruning) returns the rows and floats that weighing every
+    posting returns, for every k, filter and kind of query (ties included: the corpus repeats
+    rows), and it does prune: most searches weigh no posting list whole."""
+    import ragtools.indexes.keyword.collection as collection_module
+
+    rows = corpus(3000, seed=5)
+    scorers, order, _ = scored_per_segment(rows, 3, deleted_every, variant=variant)
+    rng = np.random.default_rng(1)
+    cases = []
+    for i, query in enumerate(random_queries(60, seed=2)):
+        for k in (1, 3, 10):
+            allow = None if i % 2 else [rng.random(len(mine)) < 0.5 for mine in order]
+            cases.append((query, k, allow))
+    weighed_whole: list[int] = []
+    real_compute = collection_module.compute_weights
+
+    def counting(*args: object, **kwargs: object) -> object:
+        weighed_whole.append(1)
+        return real_compute(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(collection_module, "compute_weights", counting)
+
+    def search_all(query: Query, k: int, allow: list[np.ndarray] | None) -> list[Ranking]:
+        masks = allow or [None] * len(scorers)
+        return [s.search(query, k, m) for s, m in zip(scorers, masks, strict=True)]
+
+    # Prune whenever it can be proved, however many postings the candidates hold (small
+    # segments are otherwise weighed whole, which is faster for them).
+    monkeypatch.setattr(collection_module, "PRUNE_SHARE", 1)
+    pruned = [search_all(*case) for case in cases]
+    searches = len(cases) * len(scorers)
+    assert len(weighed_whole) < searches / 2
+    monkeypatch.setattr(collection_module, "PRUNE_SHARE", 10**12)  # budget 0: weigh all
+    for (query, k, allow), found in zip(cases, pruned, strict=True):
+        for ranking, expected in zip(found, search_all(query, k, allow), strict=True):
+            assert ranking.rows.tolist() == expected.rows.tolist(), (query, k)
+            assert ranking.scores.tolist() == expected.scores.tolist(), (query, k)
