@@ -62,7 +62,13 @@ from ragtools.indexes.store.manifest import (
     legacy_segments,
     migrate,
 )
-from ragtools.indexes.store.segments import LiveRows, SegmentEntry, merged_top, read_deleted
+from ragtools.indexes.store.segments import (
+    LiveRows,
+    SegmentEntry,
+    first_depth,
+    merged_top,
+    read_deleted,
+)
 from ragtools.indexes.store.versions import VersionPin, current_version, pin_version, reading
 from ragtools.parsers import Chunk, FileError, Selection
 
@@ -384,8 +390,9 @@ class _SegmentView:
         if threads and n > 1:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(min(n, 8), thread_name_prefix="segment")
-            first = list(self._pool.map(lambda call: call(k), calls))
-            return merged_top(n, lambda s, d: first[s] if d == k else calls[s](d), self.keys, k)
+            depth = first_depth(k)
+            first = list(self._pool.map(lambda call: call(depth), calls))
+            return merged_top(n, lambda s, d: first[s] if d == depth else calls[s](d), self.keys, k)
         return merged_top(n, lambda s, d: calls[s](d), self.keys, k)
 
 

@@ -309,18 +309,26 @@ SegmentSearch = Callable[[int, int], Ranking]
 """``search(segment, k)``: that segment's top ``k`` in live rows (any order of ties)."""
 
 
+def first_depth(k: int) -> int:
+    """How deep :func:`merged_top` first asks each segment for a top ``k``."""
+    return k + 1
+
+
 def merged_top(
     n_segments: int, search: SegmentSearch, keys: Callable[[Rows], Keys], k: int
 ) -> Ranking:
     """The ``k`` best live rows over every segment: score descending, then chunk key.
 
-    Each segment is asked for its ``k`` best; a segment that returned ``k`` rows whose last
-    score ties the merged ``k``-th score may hold more rows of that score, so it is asked
-    again with twice the depth until it does not. The result is then exact whatever order
-    the segments broke ties in.
+    Each segment is asked for its ``k + 1`` best (:func:`first_depth`); a segment that
+    returned as many rows as asked whose last score ties the merged ``k``-th score may hold
+    more rows of that score, so it is asked again with twice the depth until it does not.
+    The result is then exact whatever order the segments broke ties in. The one row more
+    than needed shows, in the common case, that nothing ties across the cut: asked for
+    exactly ``k``, a segment's last row would tie the cut whenever it holds the merged
+    ``k``-th row (always, with one segment), and be asked again.
     """
-    depth = [k] * n_segments
-    found = [search(s, k) for s in range(n_segments)]
+    depth = [first_depth(k)] * n_segments
+    found = [search(s, depth[s]) for s in range(n_segments)]
     while True:
         rows = np.concatenate([np.zeros(0, np.int64), *(r.rows for r in found)])
         scores = np.concatenate([np.zeros(0, np.float64), *(r.scores for r in found)])

@@ -13,7 +13,7 @@ from ragtools.indexes import index as index_module
 from ragtools.indexes import writer as writer_module
 from ragtools.indexes.index import Index
 from ragtools.indexes.ranking import Ranking
-from ragtools.indexes.store.segments import LiveRows, merged_top
+from ragtools.indexes.store.segments import LiveRows, first_depth, merged_top
 from ragtools.indexes.store.versions import current_version
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.indexes.writer import SEGMENTS_PER_SHARD, IndexWriter
@@ -154,7 +154,21 @@ def test_merged_top_asks_a_segment_again_when_ties_may_hide_behind_its_cut() -> 
 
     top = merged_top(2, search, lambda rows: keys[rows], 2)
     assert top.rows.tolist() == [4, 3] and top.scores.tolist() == [1.0, 1.0]
-    assert (0, 4) in calls  # asked again, deeper
+    assert (0, 2 * first_depth(2)) in calls  # asked again, deeper
+
+
+def test_merged_top_asks_once_when_nothing_ties_across_the_cut() -> None:
+    """One row more than needed shows that no tie hides behind the cut: a segment is asked
+    once (asked for exactly k, its k-th row would always tie the cut and be asked again)."""
+    scores = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+    calls: list[int] = []
+
+    def search(segment: int, depth: int) -> Ranking:
+        calls.append(depth)
+        return Ranking(np.arange(5)[:depth].astype(np.int64), scores[:depth])
+
+    top = merged_top(1, search, lambda rows: rows, 3)
+    assert top.rows.tolist() == [0, 1, 2] and calls == [first_depth(3)]
 
 
 def test_live_rows_map_each_segment_and_its_mask() -> None:
