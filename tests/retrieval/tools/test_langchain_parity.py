@@ -140,6 +140,99 @@ def test_extra_keys_are_ignored_by_default(impl: Any) -> None:
     assert "additionalProperties" not in impl.convert_to_openai_tool(add)["function"]["parameters"]
 
 
+def _variadic(a: int, *rest: int, b: str = "x", **opts: str) -> str:
+    """Join the arguments."""
+    return f"{a} {rest} {b} {sorted(opts.items())}"
+
+
+@both
+def test_variadic_parameters_are_fields_by_default(impl: Any) -> None:
+    tool = impl.tool(_variadic)
+    assert set(tool.args) == {"a", "rest", "b", "opts"}
+    assert tool.args["rest"] == {
+        "default": None,
+        "items": {"type": "integer"},
+        "title": "Rest",
+        "type": "array",
+    }
+    assert tool.args["opts"] == {
+        "additionalProperties": {"type": "string"},
+        "default": None,
+        "title": "Opts",
+        "type": "object",
+    }
+
+    class Free(impl.BaseTool):  # type: ignore[misc,name-defined]
+        name: str = "free"
+        description: str = "Takes anything."
+
+        def _run(self, *args: Any, run_manager: Any = None, **kwargs: Any) -> str:
+            return "ok"
+
+    assert set(Free().args) == {"args", "kwargs"}
+    assert Free().is_single_input  # 'kwargs' is not counted, as in LangChain
+
+
+def test_variadic_schema_and_export_equal_langchains() -> None:
+    ours = RAGTOOLS.tool(_variadic)
+    theirs = LANGCHAIN.tool(_variadic)
+    assert ours.tool_call_schema.model_json_schema() == (
+        theirs.tool_call_schema.model_json_schema()
+    )
+    assert rt.convert_to_openai_tool(ours) == lc_fc.convert_to_openai_tool(theirs)
+    assert rt.convert_to_openai_tool(_variadic) == lc_fc.convert_to_openai_tool(_variadic)
+
+
+def test_variadic_fields_are_spread_into_the_call() -> None:
+    # LangChain passes the fields by name (into **opts, or a TypeError without it); ours
+    # spreads them, so the call does what the schema shown to the model says.
+    tool = rt.tool(_variadic)
+    args = {"a": 1, "rest": [2, "3"], "b": "y", "opts": {"k": "v"}}
+    assert tool.invoke(args) == "1 (2, 3) y [('k', 'v')]"
+    assert asyncio.run(tool.ainvoke(args)) == "1 (2, 3) y [('k', 'v')]"
+    assert tool.invoke({"a": 1, "rest": [2]}) == "1 (2,) x []"
+    # unnamed keys are dropped (LangChain's opts then holds rest=None and opts=None)
+    assert tool.invoke({"a": 1, "z": "dropped"}) == "1 () x []"
+
+    @rt.tool
+    async def gather(first: str, *more: str) -> str:
+        """Join words."""
+        return " ".join((first, *more))
+
+    assert asyncio.run(gather.ainvoke({"first": "a", "more": ["b", "c"]})) == "a b c"
+
+    class Free(rt.BaseTool):
+        name: str = "free"
+        description: str = "Takes anything."
+        validate_inferred_args: bool = True
+
+        def _run(self, *args: Any, **kwargs: Any) -> str:
+            return f"{args} {kwargs}"
+
+    assert Free().invoke({"args": [1], "kwargs": {"y": 2}}) == "(1,) {'y': 2}"
+    assert asyncio.run(Free().ainvoke({"args": [1]})) == "(1,) {}"
+
+
+def test_variadic_extra_keys_option() -> None:
+    tool = rt.tool(variadic="extra_keys")(_variadic)
+    assert set(tool.args) == {"a", "b"}
+    assert tool.tool_call_json_schema()["additionalProperties"] is True
+    assert tool.invoke({"a": 1, "z": "kept"}) == "1 () x [('z', 'kept')]"
+    built = rt.StructuredTool.from_function(_variadic, variadic="extra_keys")
+    assert (built.variadic, set(built.args)) == ("extra_keys", {"a", "b"})
+
+    class Free(rt.BaseTool):
+        name: str = "free"
+        description: str = "Takes anything."
+        variadic: str = "extra_keys"
+
+        def _run(self, *args: Any, **kwargs: Any) -> str:
+            return f"{args} {kwargs}"
+
+    assert Free().args == {}
+    assert Free().invoke({"y": 2}) == "() {'y': 2}"
+
+
 def test_strict_option_forbids_extra_keys_and_closes_the_export() -> None:
     def add(a: int, b: int) -> int:
         """Add."""
