@@ -459,6 +459,86 @@ def test_create_retriever_tool_takes_a_langchain_retriever() -> None:
     assert cited.startswith("[1] a.md (chunk ")
 
 
+class _PlainDocs(BaseRetriever):
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return [
+            Document(page_content=f"about {query}", metadata={"source": "a.md", "score": 0.5}),
+            Document(page_content="second", id="d2", metadata={"handle": ("not", "json")}),
+        ]
+
+
+@pytest.mark.parametrize("response_format", ["content", "content_and_artifact"])
+def test_retriever_tool_options_give_langchains_tool(response_format: str) -> None:
+    from langchain_core.tools import create_retriever_tool as lc_create
+
+    theirs = lc_create(_PlainDocs(), "search", "Search.", response_format=response_format)
+    ours = rt.create_retriever_tool(
+        _PlainDocs(),
+        "search",
+        "Search.",
+        response_format=response_format,
+        artifact="documents",
+        document_prompt="{page_content}",
+        max_content_chars=None,
+    )
+    assert ours.invoke("cats") == theirs.invoke("cats") == "about cats\n\nsecond"
+    call = _call({"query": "cats"}, "search")
+    assert ours.invoke(call) == theirs.invoke(call)
+    message = asyncio.run(ours.ainvoke(call))
+    assert message == asyncio.run(theirs.ainvoke(call))
+    if response_format == "content_and_artifact":
+        assert [type(d).__name__ for d in message.artifact] == ["Document", "Document"]
+        assert message.artifact[1].metadata["handle"] == ("not", "json")  # as returned
+
+
+def test_retriever_tool_defaults_keep_the_hits() -> None:
+    message = rt.create_retriever_tool(_Docs(), "search", "Search.").invoke(
+        _call({"query": "cats"}, "search")
+    )
+    assert [type(h).__name__ for h in message.artifact] == ["Hit", "Hit"]
+    assert message.content.startswith("[1] a.md (chunk ")
+
+
+def test_retriever_tool_documents_of_our_retriever_through_the_adapter(
+    retriever: Any,
+) -> None:
+    from ragtools.parsers.errors import ConfigError
+    from ragtools.retrieval.adapted import AdaptedRetriever
+    from ragtools.retrieval.integrations import to_langchain_retriever
+
+    ours = AdaptedRetriever(retriever)  # a retriever of this package: refused when made
+    with pytest.raises(ConfigError, match=r"AdaptedRetriever returns hits; pass to_langchain"):
+        rt.create_retriever_tool(ours, "docs", "Docs.", artifact="documents")
+    hits_tool = rt.create_retriever_tool(retriever, "docs", "Docs.", artifact="documents")
+    with pytest.raises(ConfigError, match="FakeRetriever returns hits"):  # duck-typed: at the call
+        hits_tool.invoke({"query": "alpha"})
+    tool = rt.create_retriever_tool(
+        to_langchain_retriever(retriever), "docs", "Docs.", artifact="documents"
+    )
+    message = tool.invoke(_call({"query": "alpha"}, "docs"))
+    documents = message.artifact
+    assert [d.id for d in documents] == [hit.chunk.id for hit in retriever.hits]
+    assert [d.metadata["score"] for d in documents] == [hit.score for hit in retriever.hits]
+    # the content cites as for hits: the documents carry the hit data in their metadata
+    plain = rt.create_retriever_tool(retriever, "docs", "Docs.")
+    assert message.content == plain.invoke({"query": "alpha"})
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"artifact": "docs"}, "artifact must be 'hits' or 'documents', got 'docs'"),
+        ({"artifact": "documents", "min_score": 0.5}, "drop min_score= or use artifact='hits'"),
+        ({"artifact": "documents", "expand": "neighbors"}, "drop expand="),
+    ],
+)
+def test_retriever_tool_artifact_option_is_checked(options: dict[str, Any], match: str) -> None:
+    from ragtools.parsers.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        rt.create_retriever_tool(_Docs(), "search", "Search.", **options)
+
+
 def test_langgraph_tool_runtime_is_a_directly_injected_argument() -> None:
     prebuilt = pytest.importorskip("langgraph.prebuilt")
     runtime_type = prebuilt.ToolRuntime
