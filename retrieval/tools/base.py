@@ -38,9 +38,10 @@ Keyword arguments of ``invoke`` supply injected arguments (see
 function that declares a ``RunConfig`` parameter, and its ``callbacks`` entry to one that
 declares ``callbacks`` (hidden from the schema, injected at run time, as in LangChain).
 ``stream``/``astream``/``batch``/``abatch`` come from :class:`~retrieval.tools.runnable.
-RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's. A tool
-is also callable as a function, which is how LangGraph's ``ToolNode`` takes it as is (see
-:mod:`retrieval.tools.function_view`).
+RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's.
+LangChain and LangGraph take a tool through the adapters of :mod:`retrieval.integrations`
+(``to_langchain_tool``, ``to_langgraph_tools``); the tool itself is a plain object, as
+LangChain's ``BaseTool`` is.
 """
 
 from __future__ import annotations
@@ -84,7 +85,6 @@ from ragtools.retrieval.tools.exceptions import (
     check_error_handler,
     handled_content,
 )
-from ragtools.retrieval.tools.function_view import CallableAsFunction
 from ragtools.retrieval.tools.injected import RunConfig
 from ragtools.retrieval.tools.messages import ToolCall
 from ragtools.retrieval.tools.output import ToolOutput
@@ -134,7 +134,7 @@ _JsonSchemaField = PlainSerializer(_schema_for_json, when_used="json-unless-none
 _JsonCallable = PlainSerializer(repr, when_used="json-unless-none")
 
 
-class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
+class BaseTool(RunnableMethods, BaseModel, ABC):
     """A named, described, schema-checked callable for agents.
 
     Attributes:
