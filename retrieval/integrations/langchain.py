@@ -23,9 +23,10 @@ tools do not pass for LangChain tools or for functions, so LangChain's ``tool()`
 ``ToolNode`` do not take one as it is: they take this adapter.
 
 Qwen-Agent-style tools (``retrieval``, ``doc_parser``, ``simple_doc_parser``, any
-:class:`~retrieval.tools.classtool.FunctionTool`) have a JSON-schema parameter list and their
-own call convention; they run in our :class:`~retrieval.tools.node.ToolsNode`, and the
-adapter refuses them with a ``ConfigError`` saying so.
+:class:`~retrieval.tools.classtool.FunctionTool`) and Eino-style
+:class:`~retrieval.tools.classtool.ModelTool` s have their own call convention and no argument
+model; they run in our :class:`~retrieval.tools.node.ToolsNode`, and the adapter refuses them
+with a ``ConfigError`` saying so.
 """
 
 from __future__ import annotations
@@ -121,10 +122,10 @@ def _check_has_argument_model(tool: Any) -> None:
     """Refuse a tool without an argument model (:class:`ConfigError` naming our ToolsNode)."""
     if not callable(getattr(tool, "get_input_schema", None)):
         msg = (
-            f"tool {tool.name!r} ({tool!r}) has no argument model (a Qwen-style tool's "
-            "parameters are a JSON schema), so LangChain and LangGraph cannot run it; run it "
-            "in ragtools' ToolsNode, or give them tools made with @tool, StructuredTool, Tool "
-            "or create_retriever_tool (or a CachedTool over one)"
+            f"tool {tool.name!r} ({tool!r}) has no argument model (a Qwen-style or model "
+            "tool has its own call convention), so LangChain and LangGraph cannot run it; run "
+            "it in ragtools' ToolsNode, or give them tools made with @tool, StructuredTool, "
+            "Tool or create_retriever_tool (or a CachedTool over one)"
         )
         raise ConfigError(msg)
 

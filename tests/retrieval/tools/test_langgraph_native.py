@@ -20,7 +20,7 @@ from langchain_core.tools import tool as langchain_tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.integrations.langchain import to_langchain_tool
@@ -37,6 +37,7 @@ from ragtools.retrieval.tools import (
     get_tool,
     tool,
 )
+from ragtools.retrieval.tools.classtool import ModelTool
 from tests.retrieval.tools.conftest import FakeRetriever
 
 
@@ -385,3 +386,16 @@ class TestQwenStyleTools:
             to_langgraph_tools([qwen_tool])
         with pytest.raises(ConfigError, match=f"tool '{name}'.*ToolsNode"):
             to_langchain_tool(qwen_tool)
+
+    def test_model_tool_is_refused_too(self) -> None:
+        class Multiply(BaseModel):
+            """Multiply two integers."""
+
+            x: int
+            y: int
+
+            def run(self) -> int:
+                return self.x * self.y
+
+        with pytest.raises(ConfigError, match=r"tool 'multiply'.*ToolsNode"):
+            to_langgraph_tools([ModelTool(Multiply, name="multiply")])
