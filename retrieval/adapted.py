@@ -72,19 +72,36 @@ class AdaptedRetriever(BaseRetriever):
         self, query: str, *, k: int | None = None, filter: Filter | None = None
     ) -> list[Hit]:
         """The wrapped retriever's results as hits, thresholded and expanded once."""
-        return self.finish(self._retrieve(query, k, filter))
+        return self.invoke_returned(query, k=k, filter=filter)[0]
 
     async def ainvoke(
         self, query: str, *, k: int | None = None, filter: Filter | None = None
     ) -> list[Hit]:
         """Like :meth:`invoke`, through the wrapped retriever's ``ainvoke`` if it has one."""
+        return self.finish(_as_hits(await self._areturned(query, k, filter)))
+
+    def invoke_returned(
+        self, query: str, *, k: int | None = None, filter: Filter | None = None
+    ) -> tuple[list[Hit], list[Any]]:
+        """The hits of :meth:`invoke` and what the wrapped retriever returned for them (its
+        LangChain ``Document`` objects, as they are): for a caller that hands the originals
+        on, as LangChain's retriever tool does in its artifact."""
+        found = self.retriever.invoke(query, **_options(k, filter))
+        return self.finish(_as_hits(found)), found
+
+    async def ainvoke_returned(
+        self, query: str, *, k: int | None = None, filter: Filter | None = None
+    ) -> tuple[list[Hit], list[Any]]:
+        """Async :meth:`invoke_returned`."""
+        found = await self._areturned(query, k, filter)
+        return self.finish(_as_hits(found)), found
+
+    async def _areturned(self, query: str, k: int | None, filter: Filter | None) -> Any:
         options = _options(k, filter)
         inner = getattr(self.retriever, "ainvoke", None)
         if callable(inner):
-            found = await inner(query, **options)
-        else:
-            found = await asyncio.to_thread(self.retriever.invoke, query, **options)
-        return self.finish(_as_hits(found))
+            return await inner(query, **options)
+        return await asyncio.to_thread(self.retriever.invoke, query, **options)
 
     def _retrieve(self, query: str, k: int | None, filter: Filter | None) -> list[Hit]:
         return _as_hits(self.retriever.invoke(query, **_options(k, filter)))
@@ -123,11 +140,10 @@ def _hits_of_documents(documents: list[Any]) -> list[Hit]:
     for doc in documents:
         metadata: dict[str, Any] = {}
         for key, value in doc.metadata.items():
-            try:
-                json.dumps(value)
+            try:  # in its JSON form: a tuple becomes the list a chunk accepts
+                metadata[key] = json.loads(json.dumps(value, allow_nan=False))
             except (TypeError, ValueError):
                 continue  # a chunk carries JSON metadata only
-            metadata[key] = value
         doc_ids = (metadata.get("doc_id"), getattr(doc, "id", None), metadata.get("source"))
         chunks.append(
             Chunk(

@@ -2,7 +2,8 @@
 
 ``to_langchain_retriever``, ``to_llamaindex_retriever`` and ``to_haystack_component`` turn any
 of our retrievers into the framework's own retriever type; ``to_langchain_tool`` (in
-:mod:`.langchain`) does the same for tools, and :mod:`.mcp` serves indexes over MCP. Importing
+:mod:`.langchain`) does the same for tools, ``to_langgraph_tools`` (in :mod:`.langgraph`) for
+a LangGraph ``ToolNode``'s list, and :mod:`.mcp` serves indexes over MCP. Importing
 this package imports none of the frameworks.
 """
 

@@ -28,17 +28,20 @@ propagate, and so does a misuse such as a ToolCall without an id for an
 
 Where LangChain's behaviour is the default and ours is an option: ``strict=True`` rejects
 argument keys the schema does not know and exports OpenAI's strict form (LangChain drops such
-keys). ``run``/``arun`` take LangChain's arguments; ``get_input_jsonschema`` is the full
-schema's JSON schema.
+keys); ``variadic="extra_keys"`` shows no fields for ``*args``/``**kwargs`` and lets keys
+the schema does not name reach ``**kwargs`` (LangChain shows ``args``/``kwargs`` fields; see
+:mod:`retrieval.tools.schema`). ``run``/``arun`` take LangChain's arguments;
+``get_input_jsonschema`` is the full schema's JSON schema.
 
 Keyword arguments of ``invoke`` supply injected arguments (see
 :mod:`retrieval.tools.injected`); ``config`` is a :class:`RunConfig` handed to a tool
 function that declares a ``RunConfig`` parameter, and its ``callbacks`` entry to one that
 declares ``callbacks`` (hidden from the schema, injected at run time, as in LangChain).
 ``stream``/``astream``/``batch``/``abatch`` come from :class:`~retrieval.tools.runnable.
-RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's. A tool
-is also callable as a function, which is how LangGraph's ``ToolNode`` takes it as is (see
-:mod:`retrieval.tools.function_view`).
+RunnableMethods`; ``is_single_input`` and ``timeout`` are LangChain's and Qwen-Agent's.
+LangChain and LangGraph take a tool through the adapters of :mod:`retrieval.integrations`
+(``to_langchain_tool``, ``to_langgraph_tools``); the tool itself is a plain object, as
+LangChain's ``BaseTool`` is.
 """
 
 from __future__ import annotations
@@ -82,17 +85,18 @@ from ragtools.retrieval.tools.exceptions import (
     check_error_handler,
     handled_content,
 )
-from ragtools.retrieval.tools.function_view import CallableAsFunction
 from ragtools.retrieval.tools.injected import RunConfig
 from ragtools.retrieval.tools.messages import ToolCall
 from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.pydantic_v1 import from_v1_model, is_v1_model
 from ragtools.retrieval.tools.runnable import RunnableMethods
 from ragtools.retrieval.tools.schema import (
+    Variadic,
     create_schema_from_function,
     injected_fields,
     injected_parameters,
     subset_model,
+    variadic_call,
 )
 
 __all__ = [
@@ -130,7 +134,7 @@ _JsonSchemaField = PlainSerializer(_schema_for_json, when_used="json-unless-none
 _JsonCallable = PlainSerializer(repr, when_used="json-unless-none")
 
 
-class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
+class BaseTool(RunnableMethods, BaseModel, ABC):
     """A named, described, schema-checked callable for agents.
 
     Attributes:
@@ -159,6 +163,11 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             ``4``, defaults, errors through ``handle_validation_error``). Default False: the
             dict reaches ``_run`` as it is (injected values filled in), as in LangChain, so a
             missing or unknown key is ``_run``'s ``TypeError``.
+        variadic: how an inferred schema shows ``*args``/``**kwargs`` (see
+            :mod:`retrieval.tools.schema`). Default ``"fields"``: optional ``args`` (array)
+            and ``kwargs`` (object) fields, as LangChain shows them, spread into the call;
+            ``"extra_keys"``: no fields, and ``**kwargs`` takes the keys the schema does not
+            name.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -175,6 +184,7 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     timeout: float | None = None
     strict: bool = False
     validate_inferred_args: bool = False
+    variadic: Variadic = "fields"
 
     _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
     _validates_inferred: ClassVar[bool] = False
@@ -260,7 +270,7 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
             return converted
         if self.args_schema is not None:
             return self.args_schema
-        return self.memoized(("inferred", type(self)), self._infer_input_schema)
+        return self.memoized(("inferred", type(self), self.variadic), self._infer_input_schema)
 
     def _model_schema(self) -> type[BaseModel]:
         schema = self.get_input_schema()
@@ -271,7 +281,7 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
 
     def _infer_input_schema(self) -> type[BaseModel]:
         """Schema used when ``args_schema`` is None: inferred from ``_run``."""
-        return create_schema_from_function(self.name, self._run)
+        return create_schema_from_function(self.name, self._run, variadic=self.variadic)
 
     @property
     def tool_call_schema(self) -> ArgsSchema:
@@ -466,8 +476,10 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         if isinstance(prepared, ToolOutput):
             return prepared
         arguments, call_id = prepared
+        args, arguments = self._run_arguments(arguments, for_async=False)
         try:
-            result = call_with_timeout(partial(self._run, **arguments), self.timeout, self.name)
+            run = partial(self._run, *args, **arguments)
+            result = call_with_timeout(run, self.timeout, self.name)
         except Exception as exc:
             return self._handled(exc, call_id, validating=False)
         return self._output(result, call_id)
@@ -483,8 +495,11 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
         if isinstance(prepared, ToolOutput):
             return prepared
         arguments, call_id = prepared
+        args, arguments = self._run_arguments(arguments, for_async=True)
         try:
-            result = await acall_with_timeout(self._arun(**arguments), self.timeout, self.name)
+            result = await acall_with_timeout(
+                self._arun(*args, **arguments), self.timeout, self.name
+            )
         except Exception as exc:
             return self._handled(exc, call_id, validating=False)
         return self._output(result, call_id)
@@ -531,16 +546,35 @@ class BaseTool(CallableAsFunction, RunnableMethods, BaseModel, ABC):
     def _run(self, **kwargs: Any) -> Any:
         """Do the work with validated keyword arguments; return the content (or a pair)."""
 
-    async def _arun(self, **kwargs: Any) -> Any:
+    async def _arun(self, *args: Any, **kwargs: Any) -> Any:
         """Async work; by default ``_run`` in a worker thread so the event loop stays free."""
-        return await in_thread(self._run, **kwargs)
+        return await in_thread(self._run, *args, **kwargs)
+
+    def _run_target(self, *, for_async: bool) -> Callable[..., Any]:
+        """What runs: ``_run``, or ``_arun`` when overridden (the default runs ``_run`` in a
+        thread, as in LangChain)."""
+        overridden = getattr(self._arun, "__func__", None) is not BaseTool._arun
+        return self._arun if for_async and overridden else self._run
 
     def _config_parameter(self, *, for_async: bool) -> str | None:
-        """Name of the run target's ``RunConfig`` parameter, if it declares one (``_run``'s
-        when ``_arun`` is the default, which runs ``_run`` in a thread, as in LangChain)."""
-        overridden = getattr(self._arun, "__func__", None) is not BaseTool._arun
-        target = self._arun if for_async and overridden else self._run
-        return config_parameter(target)
+        """Name of the run target's ``RunConfig`` parameter, if it declares one."""
+        return config_parameter(self._run_target(for_async=for_async))
+
+    def _run_arguments(
+        self, arguments: dict[str, Any], *, for_async: bool
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """``_run``/``_arun``'s positional and keyword arguments: the schema's fields for
+        their ``*args``/``**kwargs`` spread into them (:func:`~retrieval.tools.schema.
+        variadic_call`), the rest by keyword."""
+        return self._spread(self._run_target(for_async=for_async), arguments)
+
+    def _spread(
+        self, target: Callable[..., Any], arguments: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        model = None if isinstance(self.args_schema, dict) else self.get_input_schema()
+        if model is None:
+            return (), arguments
+        return variadic_call(target, arguments, model.model_fields)
 
     # --- internals -----------------------------------------------------------------------
 
@@ -676,9 +710,19 @@ class FunctionBackedTool(BaseTool):
     def _run_targets(self) -> tuple[Callable[..., Any] | None, ...]:
         return (self.func, self.coroutine)
 
-    def _call_arguments(self, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """How the validated arguments are passed to the function: all by keyword."""
-        return (), kwargs
+    def _run_arguments(
+        self, arguments: dict[str, Any], *, for_async: bool
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """All by keyword: ``_run``/``_arun`` hand them on to the function
+        (:meth:`_call_arguments`)."""
+        return (), arguments
+
+    def _call_arguments(
+        self, kwargs: dict[str, Any], target: Callable[..., Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """How the validated arguments are passed to the function: by keyword, the fields
+        for its ``*args``/``**kwargs`` spread."""
+        return self._spread(target, kwargs)
 
     def _target(self, *, for_async: bool) -> Callable[..., Any] | None:
         return self.coroutine if for_async and self.coroutine else self.func or self.coroutine
@@ -690,17 +734,18 @@ class FunctionBackedTool(BaseTool):
         return declares_callbacks(self._target(for_async=for_async))
 
     def _run(self, **kwargs: Any) -> Any:
-        args, kwargs = self._call_arguments(kwargs)
         if self.func is not None:
+            args, kwargs = self._call_arguments(kwargs, self.func)
             return self.func(*args, **kwargs)
         coroutine = self.coroutine
         if coroutine is None:
             msg = f"tool {self.name!r} has neither func nor coroutine"
             raise ConfigError(msg)
+        args, kwargs = self._call_arguments(kwargs, coroutine)
         return self._await_in_sync(lambda: coroutine(*args, **kwargs))
 
-    async def _arun(self, **kwargs: Any) -> Any:
+    async def _arun(self, **kwargs: Any) -> Any:  # type: ignore[override]
         if self.coroutine is None:
             return await super()._arun(**kwargs)
-        args, kwargs = self._call_arguments(kwargs)
+        args, kwargs = self._call_arguments(kwargs, self.coroutine)
         return await self.coroutine(*args, **kwargs)

@@ -57,9 +57,9 @@ class name, and objects in a tool's settings (its function, schema class) by the
 methods of the wrapped tool (``batch``, ``abatch``, ``stream``, ``astream``,
 ``run_with_artifact``, ``arun_with_artifact``), which the wrapper hands out bound to itself so
 that they go through its cache; a :class:`~retrieval.tools.node.ToolsNode` holding a CachedTool
-(``invoke``, ``ainvoke``, ``stream``), which calls its ``invoke``/``ainvoke``; the CachedTool
-called as a function (LangGraph's ``ToolNode``) and ``to_langchain_tool`` of it, which use
-``invoke`` and ``execute``; and :func:`cached` functions, alone or under ``@tool``. A tool that
+(``invoke``, ``ainvoke``, ``stream``), which calls its ``invoke``/``ainvoke``;
+``to_langchain_tool`` of it (so LangGraph's ``ToolNode`` through ``to_langgraph_tools``),
+which uses ``execute``; and :func:`cached` functions, alone or under ``@tool``. A tool that
 streams natively streams through the wrapper uncached. Error messages are never cached; a
 cached ToolMessage (or ToolOutput) is returned with the new call's id. Each call's hit or miss
 and duration are logged at DEBUG.
@@ -92,7 +92,6 @@ from pydantic import BaseModel
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.base import BaseTool
 from ragtools.retrieval.tools.classtool import FunctionTool, ModelTool
-from ragtools.retrieval.tools.function_view import CallableAsFunction
 from ragtools.retrieval.tools.messages import ToolMessage, is_tool_call
 from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.params import parse_arguments
@@ -398,14 +397,14 @@ _object_token = _ObjectTokens()
 # ---- wrappers -----------------------------------------------------------------------------
 
 
-class CachedTool(CallableAsFunction):
+class CachedTool:
     """Wraps a tool so that repeated calls with equal arguments are served from a cache.
 
     Every attribute other than ``invoke``/``execute`` (and their async forms) is the wrapped
     tool's, so the wrapper describes itself (name, schema) like the tool; the tool's Runnable
     methods (``batch``, ``stream``, ``run_with_artifact``, ...) are handed out bound to the
-    wrapper, so they go through the cache too. Like a tool it is callable as a function, so
-    LangGraph's ``ToolNode`` takes it as is.
+    wrapper, so they go through the cache too. ``to_langchain_tool`` and
+    ``to_langgraph_tools`` (:mod:`retrieval.integrations`) take it like a tool.
 
     Args:
         tool: any object with ``name`` and ``invoke`` (and optionally ``ainvoke``).

@@ -44,7 +44,6 @@ from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.errors import ToolInputError
 from ragtools.retrieval.tools.concurrency import call_with_timeout, in_thread
 from ragtools.retrieval.tools.exceptions import ErrorHandler, check_error_handler, handled_content
-from ragtools.retrieval.tools.function_view import CallableAsFunction
 from ragtools.retrieval.tools.messages import ToolCall, ToolMessage, is_tool_call
 from ragtools.retrieval.tools.output import ToolOutput
 from ragtools.retrieval.tools.params import (
@@ -118,7 +117,7 @@ class _InvokeMixin:
         return await in_thread(invoke, tool_input, **kwargs)
 
 
-class FunctionTool(CallableAsFunction, _InvokeMixin, ABC):
+class FunctionTool(_InvokeMixin, ABC):
     """Base class of Qwen-Agent-style tools.
 
     Subclasses set the class attributes and implement :meth:`call`.

@@ -43,6 +43,7 @@ from pydantic import BaseModel
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.base import ArgsSchema, BaseTool, ResponseFormat
 from ragtools.retrieval.tools.convert import RunnableTool, runnable_description
+from ragtools.retrieval.tools.schema import Variadic
 from ragtools.retrieval.tools.simple import Tool
 from ragtools.retrieval.tools.structured import StructuredTool
 
@@ -60,6 +61,7 @@ class _Options:
     response_format: ResponseFormat
     parse_docstring: bool
     error_on_invalid_docstring: bool
+    variadic: Variadic
 
 
 @overload
@@ -74,6 +76,7 @@ def tool(
     response_format: ResponseFormat = "content",
     parse_docstring: bool = False,
     error_on_invalid_docstring: bool = True,
+    variadic: Variadic = "fields",
 ) -> BaseTool: ...
 
 
@@ -88,6 +91,7 @@ def tool(
     response_format: ResponseFormat = "content",
     parse_docstring: bool = False,
     error_on_invalid_docstring: bool = True,
+    variadic: Variadic = "fields",
 ) -> BaseTool: ...
 
 
@@ -102,6 +106,7 @@ def tool(
     response_format: ResponseFormat = "content",
     parse_docstring: bool = False,
     error_on_invalid_docstring: bool = True,
+    variadic: Variadic = "fields",
 ) -> Callable[[Callable[..., Any]], BaseTool]: ...
 
 
@@ -116,6 +121,7 @@ def tool(
     response_format: ResponseFormat = "content",
     parse_docstring: bool = False,
     error_on_invalid_docstring: bool = True,
+    variadic: Variadic = "fields",
 ) -> BaseTool | Callable[[Callable[..., Any]], BaseTool]:
     """Turn a function (or a runnable-like object) into a tool.
 
@@ -130,6 +136,9 @@ def tool(
         parse_docstring: take argument descriptions from a Google-style docstring.
         error_on_invalid_docstring: with ``parse_docstring``, raise ``ConfigError`` (a
             ``ValueError``) on a malformed docstring.
+        variadic: ``"fields"`` shows ``*args``/``**kwargs`` as LangChain does (optional
+            ``args``/``kwargs`` fields); ``"extra_keys"`` lets keys the schema does not name
+            reach ``**kwargs`` (see :mod:`retrieval.tools.schema`).
 
     Returns:
         The tool, or a decorator producing it (forms ``@tool("name")`` and
@@ -155,6 +164,7 @@ def tool(
         response_format=response_format,
         parse_docstring=parse_docstring,
         error_on_invalid_docstring=error_on_invalid_docstring,
+        variadic=variadic,
     )
     if runnable is not None:
         if not isinstance(name_or_callable, str):
@@ -202,6 +212,7 @@ def _build(name: str, obj: Any, options: _Options) -> BaseTool:
             response_format=options.response_format,
             parse_docstring=options.parse_docstring,
             error_on_invalid_docstring=options.error_on_invalid_docstring,
+            variadic=options.variadic,
         )
     description = options.description or inspect.getdoc(obj)
     if not description:

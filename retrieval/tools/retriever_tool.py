@@ -38,9 +38,34 @@ A LangChain retriever (``langchain_core.retrievers.BaseRetriever``, or anything 
 ``create_retriever_tool`` takes one: it is wrapped in an
 :class:`~retrieval.adapted.AdaptedRetriever`, which turns each document into a
 :class:`~retrieval.hit.Hit` (see :mod:`retrieval.adapted`), so the content cites sources like
-any other retriever's and the artifact is hits. Unlike LangChain's, the content is this
-module's citation format, not the bare ``page_content`` joined (pass
-``document_prompt="{page_content}"`` for that).
+any other retriever's and the artifact is hits.
+
+Where LangChain's ``create_retriever_tool`` differs, and the option that gives its behaviour
+(this package's contract, DESIGN.md: a retriever tool returns ``(content, artifact)`` with
+the hits as artifact, so our defaults stay):
+
+* ``response_format``: ours defaults to ``"content_and_artifact"``, LangChain's to
+  ``"content"`` (no artifact); pass ``response_format="content"``.
+* the artifact: ours is the list of :class:`~retrieval.hit.Hit` (every stage's score,
+  offsets, pages), LangChain's the retriever's ``Document`` objects. ``artifact=
+  "documents"`` hands on the documents a LangChain retriever returned, as they are (the
+  content is still rendered from them, through the hits they convert to). It needs a
+  LangChain retriever (anything whose ``invoke`` returns ``Document`` objects): for one of
+  ours, pass ``to_langchain_retriever(retriever)``
+  (:mod:`retrieval.integrations.langchain_retriever`), whose documents carry the hit data
+  in their metadata. It refuses ``min_score`` and ``expand``, which would make the
+  content's hits differ from the documents.
+* the content: ours cites each hit (source, page, chunk id) under a character budget,
+  LangChain's joins the bare ``page_content``; pass ``document_prompt="{page_content}"``
+  and ``max_content_chars=None``. A search with no results says so ('No results found for
+  the query "..."') where LangChain's content is empty: an empty string does not tell a
+  model that the search ran.
+* the schema: ours requires a non-empty query of at most :data:`MAX_QUERY_CHARS`
+  characters and refuses other keys (``handle_tool_error=True`` shows a retriever's
+  ``ToolInputError`` to the model); LangChain's takes any string.
+
+``tests/retrieval/tools/langchain_suite`` runs LangChain's own ``test_create_retriever_tool``
+through a shim that passes these options.
 
 ``ToolInputError`` raised by the retriever (a query it cannot use) is shown to the model
 (``handle_tool_error=True``); other errors propagate. ``ainvoke`` calls
@@ -70,7 +95,7 @@ import logging
 import string
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -107,6 +132,9 @@ MAX_QUERY_CHARS = 2000
 
 DEFAULT_MAX_CONTENT_CHARS = 8000
 """Default content budget in characters: about 2,000 English tokens."""
+
+Artifact: TypeAlias = Literal["hits", "documents"]
+"""What a retriever tool's artifact holds (see the module docstring)."""
 
 _QUERY_DESCRIPTION = (
     "The search query: a short natural-language question or a few keywords describing the "
@@ -214,6 +242,7 @@ def create_retriever_tool(
     allow_filters: Mapping[str, Any] | None = None,
     min_score: MinScore | None = None,
     expand: ExpandMode | Expansion | Mapping[str, Any] | None = None,
+    artifact: Artifact = "hits",
     **tool_kwargs: Any,
 ) -> StructuredTool:
     """Wrap a retriever as a tool with the fixed :class:`RetrieverInput` schema.
@@ -238,6 +267,8 @@ def create_retriever_tool(
             :mod:`retrieval.tools.retriever_filters`.
         min_score: drop hits under this score, or under these stage scores.
         expand: grow hits into passages (``"neighbors"``, ``"section"``, ``"document"``).
+        artifact: ``"hits"`` (the list of hits) or ``"documents"`` (a LangChain retriever's
+            ``Document`` objects as it returned them, as LangChain's retriever tool gives).
         **tool_kwargs: further :class:`StructuredTool` fields (``return_direct``,
             ``handle_validation_error``, ``extras``, ``metadata``, ...).
 
@@ -245,7 +276,8 @@ def create_retriever_tool(
         The tool.
 
     Raises:
-        ConfigError: a bad budget, ``k``, template or retriever.
+        ConfigError: a bad budget, ``k``, template or retriever; ``artifact="documents"``
+            with one of our retrievers, ``min_score`` or ``expand``.
 
     Example:
         >>> tool = create_retriever_tool(retriever, "search_docs", "Search the manuals.")
@@ -263,6 +295,7 @@ def create_retriever_tool(
         raise ConfigError(msg)
     count = token_counter(tokenizer) if max_content_tokens is not None else None
     bound = check_bound_filter(filter)
+    _check_artifact(artifact, retriever, min_score, expand)
     target = _searched(retriever, check_min_score(min_score), expansion_of(expand))
     schema: type[BaseModel] = RetrieverInput
     if allow_filters is not None:
@@ -278,7 +311,7 @@ def create_retriever_tool(
             options["filter"] = chosen
         return options
 
-    def finish(query: str, hits: list[Hit]) -> Any:
+    def finish(query: str, hits: list[Hit], returned: list[Any] | None = None) -> Any:
         note = ""
         passed = sum(len(hit.parts) or 1 for hit in hits)  # an expanded passage holds its hits
         if thresholded and isinstance(wanted, int) and passed < wanted:
@@ -299,12 +332,19 @@ def create_retriever_tool(
         else:
             content = f'No results found for the query "{query}".'
             content = f"{content} {note}" if note else content
-        return (content, hits) if response_format == "content_and_artifact" else content
+        if response_format != "content_and_artifact":
+            return content
+        return content, (hits if returned is None else _documents(returned, retriever))
 
     def search(query: str, filter: Any = None) -> Any:
+        if isinstance(target, AdaptedRetriever) and artifact == "documents":
+            return finish(query, *target.invoke_returned(query, **search_kwargs(filter)))
         return finish(query, target.invoke(query, **search_kwargs(filter)))
 
     async def asearch(query: str, filter: Any = None) -> Any:
+        if isinstance(target, AdaptedRetriever) and artifact == "documents":
+            returned = await target.ainvoke_returned(query, **search_kwargs(filter))
+            return finish(query, *returned)
         return finish(query, await target.ainvoke(query, **search_kwargs(filter)))
 
     tool_kwargs.setdefault("handle_tool_error", True)
@@ -317,6 +357,39 @@ def create_retriever_tool(
         response_format=response_format,
         **tool_kwargs,
     )
+
+
+def _check_artifact(artifact: object, retriever: Any, min_score: object, expand: object) -> None:
+    if artifact not in ("hits", "documents"):
+        msg = f"artifact must be 'hits' or 'documents', got {artifact!r}"
+        raise ConfigError(msg)
+    if artifact != "documents":
+        return
+    if isinstance(retriever, BaseRetriever):
+        _refuse_hits(retriever)
+    for name, value in (("min_score", min_score), ("expand", expand)):
+        if value is not None:
+            msg = (
+                f"artifact='documents' hands on the retriever's documents as they are, so "
+                f"{name} cannot change them; drop {name}= or use artifact='hits'"
+            )
+            raise ConfigError(msg)
+
+
+def _documents(returned: list[Any], retriever: Any) -> list[Any]:
+    """What the retriever returned, as the ``"documents"`` artifact (hits refused)."""
+    if any(isinstance(item, Hit) for item in returned):
+        _refuse_hits(retriever)
+    return returned
+
+
+def _refuse_hits(retriever: Any) -> None:
+    msg = (
+        f"artifact='documents' hands on a LangChain retriever's Documents, but "
+        f"{type(retriever).__name__} returns hits; pass to_langchain_retriever(retriever) "
+        "(ragtools.retrieval.integrations), or artifact='hits'"
+    )
+    raise ConfigError(msg)
 
 
 def _searched(

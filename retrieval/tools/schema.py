@@ -11,11 +11,22 @@ What becomes a field, and what does not:
 * ``self``/``cls`` of a method, ``run_manager`` and ``callbacks`` (LangChain's plumbing; the
   ``filter_args`` argument replaces this pair), and any parameter annotated ``RunConfig`` /
   ``RunnableConfig`` are skipped;
-* ``*args`` is skipped (it cannot be passed by name); ``**kwargs`` makes the model accept and
-  pass on extra keys (``extra="allow"``), otherwise unknown keys are dropped
-  (``extra="ignore"``), as LangChain's inferred schemas drop them: models send stray keys,
-  and a tool should not fail on them. A tool's ``strict`` option rejects them instead
-  (:mod:`retrieval.tools.arguments`);
+* ``*args`` and ``**kwargs`` become optional fields named after the parameters, as
+  LangChain shows them to the model (``variadic="fields"``, the default): ``*args: T`` an
+  array ``tuple[T, ...]``, ``**kwargs: T`` an object ``dict[str, T]``, both defaulting to
+  ``None``. When the tool runs, a value for the ``*args`` field is spread into the positional
+  arguments and one for the ``**kwargs`` field into the keyword arguments
+  (:func:`variadic_call`). LangChain passes them by name instead, so its function receives
+  ``kwargs == {"args": (...), "kwargs": {...}}``, or a ``TypeError`` without ``**kwargs``;
+  we spread them, so the call does what the schema shown to the model says.
+  ``variadic="extra_keys"`` is the other reading of a variadic signature: ``*args`` has no
+  field (it cannot be passed by name) and ``**kwargs`` opens the schema
+  (``extra="allow"``, ``additionalProperties: true``), so keys the schema does not name
+  reach the function as keyword arguments, for a function that takes free options
+  (``def search(query, **filters)``);
+* otherwise keys the schema does not name are dropped (``extra="ignore"``), as LangChain's
+  inferred schemas drop them: models send stray keys, and a tool should not fail on them. A
+  tool's ``strict`` option rejects them instead (:mod:`retrieval.tools.arguments`);
 * injected arguments (``Annotated[T, InjectedToolArg]``) are kept unless
   ``include_injected=False``: the full schema validates them, ``tool_call_schema`` hides them.
 
@@ -43,7 +54,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 import docstring_parser
 import typing_extensions
@@ -61,18 +72,23 @@ from ragtools.retrieval.tools.pydantic_v1 import check_not_mixed, is_v1_model, v
 
 __all__ = [
     "FILTERED_ARGS",
+    "Variadic",
     "create_schema_from_function",
     "injected_fields",
     "injected_parameters",
     "model_facing_parameters",
     "subset_model",
     "typed_dict_model",
+    "variadic_call",
 ]
 
 logger = logging.getLogger(__name__)
 
 FILTERED_ARGS: tuple[str, ...] = ("run_manager", "callbacks")
 """Parameters never exposed to a model (LangChain's callback plumbing)."""
+
+Variadic: TypeAlias = Literal["fields", "extra_keys"]
+"""How ``*args``/``**kwargs`` appear in an inferred schema (see the module docstring)."""
 
 _ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params):\s*$")
 _PARAM_KINDS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword"})
@@ -86,6 +102,7 @@ def create_schema_from_function(
     parse_docstring: bool = False,
     error_on_invalid_docstring: bool = False,
     include_injected: bool = True,
+    variadic: Variadic = "fields",
 ) -> type[BaseModel]:
     """Build a pydantic model whose fields are ``func``'s model-facing parameters.
 
@@ -98,6 +115,9 @@ def create_schema_from_function(
         error_on_invalid_docstring: with ``parse_docstring``, raise on a malformed docstring
             instead of using what can be read.
         include_injected: keep ``InjectedToolArg`` parameters (needed to validate a call).
+        variadic: ``"fields"`` (LangChain's): ``*args``/``**kwargs`` are optional array and
+            object fields; ``"extra_keys"``: ``*args`` has no field and ``**kwargs`` lets
+            unnamed keys through (see the module docstring).
 
     Returns:
         The model class; its ``__doc__`` is the function description.
@@ -121,16 +141,13 @@ def create_schema_from_function(
     if params and params[0].name in {"self", "cls"} and "." in _qualname(func):
         skipped.add(params[0].name)
 
+    _check_variadic(variadic)
     model_args: list[str] = []
     var_keyword = False
     for param in params:
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
-            var_keyword = True
-        elif (
-            param.kind is not inspect.Parameter.VAR_POSITIONAL
-            and param.name not in skipped
-            and not is_config_annotation(hints.get(param.name))
-        ):
+        if param.kind in _VARIADIC and variadic == "extra_keys":
+            var_keyword = var_keyword or param.kind is inspect.Parameter.VAR_KEYWORD
+        elif param.name not in skipped and not is_config_annotation(hints.get(param.name)):
             model_args.append(param.name)
 
     if parse_docstring:
@@ -150,13 +167,69 @@ def create_schema_from_function(
         if not include_injected and is_injected_metadata(metadata):
             continue
         text = arg_docs.get(name) or next((m for m in metadata if isinstance(m, str)), None)
-        fields[name] = (annotation, _field_info(signature.parameters[name].default, text))
+        kind = signature.parameters[name].kind
+        default = None if kind in _VARIADIC else signature.parameters[name].default
+        # the types pydantic's validate_arguments, LangChain's reader, gives them
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            annotation = tuple[annotation, ...]  # type: ignore[valid-type]
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            annotation = dict[str, annotation]  # type: ignore[valid-type]
+        fields[name] = (annotation, _field_info(default, text))
 
     config = ConfigDict(extra="allow" if var_keyword else "ignore", arbitrary_types_allowed=True)
     model: type[BaseModel] = create_model(  # type: ignore[call-overload]
         model_name, __config__=config, __doc__=description, **fields
     )
     return model
+
+
+def variadic_call(
+    target: Callable[..., Any], arguments: dict[str, Any], fields: Iterable[str]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``target``'s positional and keyword arguments from validated ``arguments``: all by
+    keyword, except the values of ``fields`` named after ``target``'s ``*args``/``**kwargs``
+    (``variadic="fields"``), which are spread into them; ``None`` (not sent) adds nothing.
+
+    The parameters before ``*args`` then go positionally (their defaults filling gaps), as
+    Python needs them to. A key of the ``**kwargs`` value that names a parameter loses to it.
+    """
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return (), arguments
+    names = set(fields)
+    var_args = next((p.name for p in params if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+    var_kw = next((p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD), None)
+    spread_args = var_args is not None and var_args in names and var_args in arguments
+    spread_kw = var_kw is not None and var_kw in names and var_kw in arguments
+    if not (spread_args or spread_kw):
+        return (), arguments
+    kwargs = dict(arguments)
+    extra = tuple(kwargs.pop(var_args) or ()) if spread_args and var_args else ()
+    if spread_kw and var_kw:
+        kwargs = {**(kwargs.pop(var_kw) or {}), **kwargs}
+    if not extra:
+        return (), kwargs
+    positional: list[Any] = []
+    for param in params:
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            break
+        if param.name in kwargs:
+            positional.append(kwargs.pop(param.name))
+        elif param.default is not inspect.Parameter.empty:
+            positional.append(param.default)
+        else:  # a required parameter is missing: the unspread call names it
+            return (), arguments
+    return (*positional, *extra), kwargs
+
+
+def _check_variadic(variadic: object) -> None:
+    if variadic not in ("fields", "extra_keys"):
+        msg = f"variadic must be 'fields' or 'extra_keys', got {variadic!r}"
+        raise ConfigError(msg)
+
+
+_VARIADIC = frozenset({inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD})
 
 
 def typed_dict_model(typed_dict: type) -> type[BaseModel]:

@@ -99,7 +99,9 @@ class Tool(FunctionBackedTool):
             raise ToolException(msg)
         return {_INPUT: values[0]}
 
-    def _call_arguments(self, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def _call_arguments(
+        self, kwargs: dict[str, Any], target: Callable[..., Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The one input goes first, positionally, as LangChain calls a Tool's function."""
         value = kwargs.pop(_INPUT)
         return (value,), kwargs

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.tools.base import ArgsSchema, FunctionBackedTool, ResponseFormat
-from ragtools.retrieval.tools.schema import create_schema_from_function
+from ragtools.retrieval.tools.schema import Variadic, create_schema_from_function
 
 __all__ = ["StructuredTool"]
 
@@ -57,6 +57,7 @@ class StructuredTool(FunctionBackedTool):
         response_format: ResponseFormat = "content",
         parse_docstring: bool = False,
         error_on_invalid_docstring: bool = False,
+        variadic: Variadic = "fields",
         **kwargs: Any,
     ) -> StructuredTool:
         """Build a tool from a sync and/or async function.
@@ -75,6 +76,9 @@ class StructuredTool(FunctionBackedTool):
             parse_docstring: take argument descriptions from a Google-style docstring.
             error_on_invalid_docstring: raise ``ConfigError`` (a ``ValueError``) on a malformed
                 docstring.
+            variadic: how ``*args``/``**kwargs`` are shown: ``"fields"`` (LangChain's), or
+                ``"extra_keys"`` (unnamed keys reach ``**kwargs``); see
+                :mod:`retrieval.tools.schema`.
             **kwargs: further :class:`BaseTool` fields (``handle_tool_error``, ``extras``,
                 ``metadata``, ...).
 
@@ -106,6 +110,7 @@ class StructuredTool(FunctionBackedTool):
                 source,
                 parse_docstring=parse_docstring,
                 error_on_invalid_docstring=error_on_invalid_docstring,
+                variadic=variadic,
             )
         text = _description(source, description, args_schema, parse_docstring=parse_docstring)
         if text is None:
@@ -123,6 +128,7 @@ class StructuredTool(FunctionBackedTool):
             return_direct=return_direct,
             args_schema=args_schema,
             response_format=response_format,
+            variadic=variadic,
             **kwargs,
         )
 

@@ -630,7 +630,6 @@ ENTRIES: dict[str, tuple[frozenset[str], bool, Entry]] = {
         False,
         lambda t: list(_node(t).stream([t.call()])),
     ),
-    "as-function": (frozenset({"base"}), False, lambda t: t.tool(query=QUERY, **t.injected)),
     "langchain-adapter": (
         frozenset({"base"}),
         False,

@@ -140,6 +140,99 @@ def test_extra_keys_are_ignored_by_default(impl: Any) -> None:
     assert "additionalProperties" not in impl.convert_to_openai_tool(add)["function"]["parameters"]
 
 
+def _variadic(a: int, *rest: int, b: str = "x", **opts: str) -> str:
+    """Join the arguments."""
+    return f"{a} {rest} {b} {sorted(opts.items())}"
+
+
+@both
+def test_variadic_parameters_are_fields_by_default(impl: Any) -> None:
+    tool = impl.tool(_variadic)
+    assert set(tool.args) == {"a", "rest", "b", "opts"}
+    assert tool.args["rest"] == {
+        "default": None,
+        "items": {"type": "integer"},
+        "title": "Rest",
+        "type": "array",
+    }
+    assert tool.args["opts"] == {
+        "additionalProperties": {"type": "string"},
+        "default": None,
+        "title": "Opts",
+        "type": "object",
+    }
+
+    class Free(impl.BaseTool):  # type: ignore[misc,name-defined]
+        name: str = "free"
+        description: str = "Takes anything."
+
+        def _run(self, *args: Any, run_manager: Any = None, **kwargs: Any) -> str:
+            return "ok"
+
+    assert set(Free().args) == {"args", "kwargs"}
+    assert Free().is_single_input  # 'kwargs' is not counted, as in LangChain
+
+
+def test_variadic_schema_and_export_equal_langchains() -> None:
+    ours = RAGTOOLS.tool(_variadic)
+    theirs = LANGCHAIN.tool(_variadic)
+    assert ours.tool_call_schema.model_json_schema() == (
+        theirs.tool_call_schema.model_json_schema()
+    )
+    assert rt.convert_to_openai_tool(ours) == lc_fc.convert_to_openai_tool(theirs)
+    assert rt.convert_to_openai_tool(_variadic) == lc_fc.convert_to_openai_tool(_variadic)
+
+
+def test_variadic_fields_are_spread_into_the_call() -> None:
+    # LangChain passes the fields by name (into **opts, or a TypeError without it); ours
+    # spreads them, so the call does what the schema shown to the model says.
+    tool = rt.tool(_variadic)
+    args = {"a": 1, "rest": [2, "3"], "b": "y", "opts": {"k": "v"}}
+    assert tool.invoke(args) == "1 (2, 3) y [('k', 'v')]"
+    assert asyncio.run(tool.ainvoke(args)) == "1 (2, 3) y [('k', 'v')]"
+    assert tool.invoke({"a": 1, "rest": [2]}) == "1 (2,) x []"
+    # unnamed keys are dropped (LangChain's opts then holds rest=None and opts=None)
+    assert tool.invoke({"a": 1, "z": "dropped"}) == "1 () x []"
+
+    @rt.tool
+    async def gather(first: str, *more: str) -> str:
+        """Join words."""
+        return " ".join((first, *more))
+
+    assert asyncio.run(gather.ainvoke({"first": "a", "more": ["b", "c"]})) == "a b c"
+
+    class Free(rt.BaseTool):
+        name: str = "free"
+        description: str = "Takes anything."
+        validate_inferred_args: bool = True
+
+        def _run(self, *args: Any, **kwargs: Any) -> str:
+            return f"{args} {kwargs}"
+
+    assert Free().invoke({"args": [1], "kwargs": {"y": 2}}) == "(1,) {'y': 2}"
+    assert asyncio.run(Free().ainvoke({"args": [1]})) == "(1,) {}"
+
+
+def test_variadic_extra_keys_option() -> None:
+    tool = rt.tool(variadic="extra_keys")(_variadic)
+    assert set(tool.args) == {"a", "b"}
+    assert tool.tool_call_json_schema()["additionalProperties"] is True
+    assert tool.invoke({"a": 1, "z": "kept"}) == "1 () x [('z', 'kept')]"
+    built = rt.StructuredTool.from_function(_variadic, variadic="extra_keys")
+    assert (built.variadic, set(built.args)) == ("extra_keys", {"a", "b"})
+
+    class Free(rt.BaseTool):
+        name: str = "free"
+        description: str = "Takes anything."
+        variadic: str = "extra_keys"
+
+        def _run(self, *args: Any, **kwargs: Any) -> str:
+            return f"{args} {kwargs}"
+
+    assert Free().args == {}
+    assert Free().invoke({"y": 2}) == "() {'y': 2}"
+
+
 def test_strict_option_forbids_extra_keys_and_closes_the_export() -> None:
     def add(a: int, b: int) -> int:
         """Add."""
@@ -364,6 +457,86 @@ def test_create_retriever_tool_takes_a_langchain_retriever() -> None:
     assert hits[1].chunk.id == "d2"
     cited = rt.create_retriever_tool(_Docs(), "search", "Search.").invoke({"query": "cats"})
     assert cited.startswith("[1] a.md (chunk ")
+
+
+class _PlainDocs(BaseRetriever):
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+        return [
+            Document(page_content=f"about {query}", metadata={"source": "a.md", "score": 0.5}),
+            Document(page_content="second", id="d2", metadata={"handle": ("not", "json")}),
+        ]
+
+
+@pytest.mark.parametrize("response_format", ["content", "content_and_artifact"])
+def test_retriever_tool_options_give_langchains_tool(response_format: str) -> None:
+    from langchain_core.tools import create_retriever_tool as lc_create
+
+    theirs = lc_create(_PlainDocs(), "search", "Search.", response_format=response_format)
+    ours = rt.create_retriever_tool(
+        _PlainDocs(),
+        "search",
+        "Search.",
+        response_format=response_format,
+        artifact="documents",
+        document_prompt="{page_content}",
+        max_content_chars=None,
+    )
+    assert ours.invoke("cats") == theirs.invoke("cats") == "about cats\n\nsecond"
+    call = _call({"query": "cats"}, "search")
+    assert ours.invoke(call) == theirs.invoke(call)
+    message = asyncio.run(ours.ainvoke(call))
+    assert message == asyncio.run(theirs.ainvoke(call))
+    if response_format == "content_and_artifact":
+        assert [type(d).__name__ for d in message.artifact] == ["Document", "Document"]
+        assert message.artifact[1].metadata["handle"] == ("not", "json")  # as returned
+
+
+def test_retriever_tool_defaults_keep_the_hits() -> None:
+    message = rt.create_retriever_tool(_Docs(), "search", "Search.").invoke(
+        _call({"query": "cats"}, "search")
+    )
+    assert [type(h).__name__ for h in message.artifact] == ["Hit", "Hit"]
+    assert message.content.startswith("[1] a.md (chunk ")
+
+
+def test_retriever_tool_documents_of_our_retriever_through_the_adapter(
+    retriever: Any,
+) -> None:
+    from ragtools.parsers.errors import ConfigError
+    from ragtools.retrieval.adapted import AdaptedRetriever
+    from ragtools.retrieval.integrations import to_langchain_retriever
+
+    ours = AdaptedRetriever(retriever)  # a retriever of this package: refused when made
+    with pytest.raises(ConfigError, match=r"AdaptedRetriever returns hits; pass to_langchain"):
+        rt.create_retriever_tool(ours, "docs", "Docs.", artifact="documents")
+    hits_tool = rt.create_retriever_tool(retriever, "docs", "Docs.", artifact="documents")
+    with pytest.raises(ConfigError, match="FakeRetriever returns hits"):  # duck-typed: at the call
+        hits_tool.invoke({"query": "alpha"})
+    tool = rt.create_retriever_tool(
+        to_langchain_retriever(retriever), "docs", "Docs.", artifact="documents"
+    )
+    message = tool.invoke(_call({"query": "alpha"}, "docs"))
+    documents = message.artifact
+    assert [d.id for d in documents] == [hit.chunk.id for hit in retriever.hits]
+    assert [d.metadata["score"] for d in documents] == [hit.score for hit in retriever.hits]
+    # the content cites as for hits: the documents carry the hit data in their metadata
+    plain = rt.create_retriever_tool(retriever, "docs", "Docs.")
+    assert message.content == plain.invoke({"query": "alpha"})
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"artifact": "docs"}, "artifact must be 'hits' or 'documents', got 'docs'"),
+        ({"artifact": "documents", "min_score": 0.5}, "drop min_score= or use artifact='hits'"),
+        ({"artifact": "documents", "expand": "neighbors"}, "drop expand="),
+    ],
+)
+def test_retriever_tool_artifact_option_is_checked(options: dict[str, Any], match: str) -> None:
+    from ragtools.parsers.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        rt.create_retriever_tool(_Docs(), "search", "Search.", **options)
 
 
 def test_langgraph_tool_runtime_is_a_directly_injected_argument() -> None:

@@ -1,8 +1,8 @@
 """Our tools inside LangGraph's own ``ToolNode``, through the LangChain adapter.
 
 Ours reach LangGraph's ``ToolNode`` through ``to_langchain_tool``, which keeps the content, the
-artifact and the error status (or as they are: ``test_langgraph_native.py``). The test runs a
-real compiled graph, as an agent does.
+artifact and the error status (``to_langgraph_tools`` does it for a list:
+``test_langgraph_native.py``). The test runs a real compiled graph, as an agent does.
 """
 
 from __future__ import annotations

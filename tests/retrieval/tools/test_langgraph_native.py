@@ -1,15 +1,15 @@
-"""Our tools passed as is to LangGraph's own ``ToolNode`` (issue #20, defect 4b).
+"""Our tools in LangGraph's own ``ToolNode`` through ``to_langgraph_tools`` (issue #20,
+defect 4b; since #34 through the explicit adapter in ``retrieval.integrations``).
 
-``ToolNode`` hands a non-LangChain tool to ``langchain_core.tools.tool()``, which reads it as
-a function. Every test runs the same calls through a real ``ToolNode`` twice, once over our
-tool as is and once over ``to_langchain_tool(tool)``, and asserts the same messages (content,
-artifact, status, call id, name) and the same schema shown to the model.
+Every test runs the same calls through a real ``ToolNode`` twice, once over
+``to_langgraph_tools(tools)`` and once over each tool's ``to_langchain_tool(tool)``, and
+asserts the same messages (content, artifact, status, call id, name) and the same schema
+shown to the model; ``BaseTool`` itself no longer passes for a function.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import warnings
 from typing import Annotated, Any
 
@@ -20,10 +20,11 @@ from langchain_core.tools import tool as langchain_tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ragtools.parsers.errors import ConfigError
 from ragtools.retrieval.integrations.langchain import to_langchain_tool
+from ragtools.retrieval.integrations.langgraph import to_langgraph_tools
 from ragtools.retrieval.tools import (
     BaseTool,
     CachedTool,
@@ -36,12 +37,13 @@ from ragtools.retrieval.tools import (
     get_tool,
     tool,
 )
+from ragtools.retrieval.tools.classtool import ModelTool
 from tests.retrieval.tools.conftest import FakeRetriever
 
 
 def _graph_messages(tools: list[Any], calls: list[dict[str, Any]], *, use_async: bool) -> list[Any]:
     graph = StateGraph(MessagesState)
-    graph.add_node("tools", ToolNode(tools))
+    graph.add_node("tools", ToolNode(to_langgraph_tools(tools)))
     graph.add_edge(START, "tools")
     graph.add_edge("tools", END)
     compiled = graph.compile()
@@ -67,7 +69,8 @@ def _fields(message: Any) -> tuple[Any, ...]:
 def _same_through_both(
     tools: list[BaseTool], calls: list[dict[str, Any]], *, use_async: bool = False
 ) -> list[Any]:
-    """Run ``calls`` over the tools as is and over their adapters; assert the same messages."""
+    """Run ``calls`` over ``to_langgraph_tools`` and over each tool's adapter; assert the same
+    messages."""
     native = _graph_messages(tools, calls, use_async=use_async)
     adapted = _graph_messages([to_langchain_tool(t) for t in tools], calls, use_async=use_async)
     assert [_fields(m) for m in native] == [_fields(m) for m in adapted]
@@ -75,7 +78,7 @@ def _same_through_both(
 
 
 def _model_schema(tools: list[Any]) -> list[dict[str, Any]]:
-    node = ToolNode(tools)
+    node = ToolNode(to_langgraph_tools(tools))
     return [convert_to_openai_tool(t) for t in node.tools_by_name.values()]
 
 
@@ -98,19 +101,37 @@ def fragile(query: str) -> str:
 
 
 class TestTheIssueExample:
-    def test_tool_node_accepts_a_native_tool(self) -> None:
-        node = ToolNode([add])
+    def test_tool_node_accepts_our_tool_through_the_adapter(self) -> None:
+        node = ToolNode(to_langgraph_tools([add]))
         assert list(node.tools_by_name) == ["add"]
         messages = _same_through_both(
             [add], [{"name": "add", "args": {"a": 1, "b": "2"}, "id": "c1"}]
         )
         assert (messages[0].content, messages[0].status) == ("3", "success")
 
-    def test_langchain_tool_function_reads_the_same_tool(self) -> None:
-        converted = langchain_tool(add)
-        assert (converted.name, converted.description) == ("add", "Add two ints.")
+    def test_base_tool_is_left_alone(self) -> None:
+        # no function view: LangChain's tool() and ToolNode refuse the tool as it is, as
+        # they refuse any object that is neither a LangChain tool nor a function
+        assert not callable(add) and not hasattr(add, "__name__")
+        assert add.__doc__ == type(add).__doc__
+        with pytest.raises(ValueError, match="callable with a __name__"):
+            langchain_tool(add)
         call = {"name": "add", "args": {"a": 2, "b": 3}, "id": "c9", "type": "tool_call"}
-        assert _fields(converted.invoke(call)) == _fields(to_langchain_tool(add).invoke(call))
+        [adapted] = to_langgraph_tools([add])
+        assert _fields(adapted.invoke(call)) == _fields(to_langchain_tool(add).invoke(call))
+
+    def test_langchain_tools_and_functions_pass_through(self) -> None:
+        def double(x: int) -> int:
+            """Double a number."""
+            return 2 * x
+
+        theirs = langchain_tool(double)
+        adapted = to_langgraph_tools([theirs, double, add])
+        assert adapted[:2] == [theirs, double]
+        messages = _graph_messages(
+            [theirs, add], [{"name": "double", "args": {"x": 4}, "id": "1"}], use_async=False
+        )
+        assert messages[0].content == "8"
 
 
 class TestSameMessagesAsTheAdapter:
@@ -217,17 +238,16 @@ class TestSchemaShownToTheModel:
         messages = _same_through_both([whoami], calls)
         assert messages[0].status == "error" and "tenant" in messages[0].content
         assert "hi acme" not in messages[0].content
-        direct = langchain_tool(whoami).invoke({**calls[0], "type": "tool_call"})
+        [adapted] = to_langgraph_tools([whoami])
+        direct = adapted.invoke({**calls[0], "type": "tool_call"})
         assert (direct.content, direct.status) == ("hi acme (c7)", "success")
 
 
-class TestFunctionView:
+class TestTheAdapter:
     def test_attributes(self) -> None:
-        assert (add.__name__, add.__qualname__, add.__doc__) == ("add", "add", "Add two ints.")
-        parameters = inspect.signature(add).parameters
-        assert list(parameters) == ["a", "b", "tool_call_id"]
-        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters.values())
-        assert type(add).__doc__ != add.__doc__  # the class keeps its own docstring
+        [adapted] = to_langgraph_tools([add])
+        assert (adapted.name, adapted.description) == ("add", "Add two ints.")
+        assert list(adapted.tool_call_schema.model_json_schema()["properties"]) == ["a", "b"]
 
     def test_a_field_named_like_the_call_id_parameter_is_kept(self) -> None:
         @tool
@@ -235,13 +255,13 @@ class TestFunctionView:
             """Echo the argument."""
             return tool_call_id
 
-        assert list(inspect.signature(echo).parameters) == ["tool_call_id", "tool_call_id_"]
         calls = [{"name": "echo", "args": {"tool_call_id": "mine"}, "id": "theirs"}]
         assert _same_through_both([echo], calls)[0].content == "mine"
 
-    def test_called_directly_it_returns_the_content(self) -> None:
-        assert add(a=2, b="5") == 7
-        assert add_with_artifact(a=1) == "11"
+    def test_invoked_without_a_call_it_returns_the_content(self) -> None:
+        adapted_add, adapted_pair = to_langgraph_tools([add, add_with_artifact])
+        assert adapted_add.invoke({"a": 2, "b": "5"}) == 7
+        assert adapted_pair.invoke({"a": 1}) == "11"
 
     def test_settings_changed_after_the_first_call_are_honoured(self) -> None:
         @tool
@@ -250,28 +270,30 @@ class TestFunctionView:
             raise ToolException(f"no {query}")
 
         calls = [{"name": "flaky", "args": {"query": "x"}, "id": "1"}]
+        adapted = to_langgraph_tools([flaky])  # made once, read the tool's settings per call
         with pytest.raises(ToolException):
-            _graph_messages([flaky], calls, use_async=False)
+            _graph_messages(adapted, calls, use_async=False)
         flaky.handle_tool_error = True
-        [message] = _same_through_both([flaky], calls)
+        [message] = _graph_messages(adapted, calls, use_async=False)
         assert (message.status, message.content) == ("error", "no x")
+        assert [_fields(m) for m in _same_through_both([flaky], calls)] == [_fields(message)]
 
     def test_a_copy_shows_its_own_description(self) -> None:
         renamed = add.model_copy(update={"description": "Sum."})
-        assert (renamed.__doc__, add.__doc__) == ("Sum.", "Add two ints.")
-        assert ToolNode([renamed]).tools_by_name["add"].description == "Sum."
+        node = ToolNode(to_langgraph_tools([renamed, add.model_copy(update={"name": "plus"})]))
+        assert node.tools_by_name["add"].description == "Sum."
+        assert node.tools_by_name["plus"].description == "Add two ints."
 
-    def test_json_schema_dict_tool_is_refused_naming_the_adapter(self) -> None:
+    def test_json_schema_dict_tool_runs_through_the_adapter(self) -> None:
         raw = StructuredTool(
             name="raw",
             description="Raw schema.",
-            func=lambda q: q,
+            func=lambda q: q.upper(),
             args_schema={"type": "object", "properties": {"q": {"type": "string"}}},
         )
-        with pytest.raises(ConfigError, match="to_langchain_tool"):
-            ToolNode([raw])
-        node = ToolNode([to_langchain_tool(raw)])
-        assert list(node.tools_by_name) == ["raw"]
+        assert list(ToolNode(to_langgraph_tools([raw])).tools_by_name) == ["raw"]
+        messages = _same_through_both([raw], [{"name": "raw", "args": {"q": "hi"}, "id": "1"}])
+        assert messages[0].content == "HI"
 
 
 class _ScriptedModel(GenericFakeChatModel):
@@ -293,11 +315,11 @@ class TestPrebuiltAgent:
         model = _ScriptedModel(messages=iter(script))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # create_react_agent's move
-            agent = create_react_agent(model, [docs])
+            agent = create_react_agent(model, to_langgraph_tools([docs]))
         state = agent.invoke({"messages": [HumanMessage("Where is alpha?")]})
         return list(state["messages"]), model.bound
 
-    def test_react_agent_with_a_native_retriever_tool(self, retriever: FakeRetriever) -> None:
+    def test_react_agent_with_our_retriever_tool(self, retriever: FakeRetriever) -> None:
         docs = create_retriever_tool(retriever, "docs", "Search the manuals.")
         native, native_schemas = self._agent_run(docs)
         adapted, adapted_schemas = self._agent_run(to_langchain_tool(docs))
@@ -314,7 +336,7 @@ class TestPrebuiltAgent:
 
 
 class TestCachedTool:
-    def test_tool_node_takes_it_as_is_and_repeats_are_hits(self, retriever: FakeRetriever) -> None:
+    def test_tool_node_takes_it_and_repeats_are_hits(self, retriever: FakeRetriever) -> None:
         docs = create_retriever_tool(retriever, "docs", "Search the manuals.")
         cached = CachedTool(docs)
         first = {"name": "docs", "args": {"query": "alpha"}, "id": "1"}
@@ -353,7 +375,7 @@ class TestCachedTool:
 
     def test_over_a_tool_without_an_argument_model_is_refused_clearly(self) -> None:
         with pytest.raises(ConfigError, match="no argument model"):
-            ToolNode([CachedTool(get_tool("simple_doc_parser"))])
+            to_langgraph_tools([CachedTool(get_tool("simple_doc_parser"))])
 
 
 class TestQwenStyleTools:
@@ -361,5 +383,19 @@ class TestQwenStyleTools:
     def test_refused_with_an_error_naming_our_tools_node(self, name: str, tmp_path: Any) -> None:
         qwen_tool = get_tool(name, cache_dir=str(tmp_path))
         with pytest.raises(ConfigError, match=f"tool '{name}'.*ToolsNode"):
-            ToolNode([qwen_tool])
-        assert qwen_tool.__annotations__ == {}  # plain introspection does not fail
+            to_langgraph_tools([qwen_tool])
+        with pytest.raises(ConfigError, match=f"tool '{name}'.*ToolsNode"):
+            to_langchain_tool(qwen_tool)
+
+    def test_model_tool_is_refused_too(self) -> None:
+        class Multiply(BaseModel):
+            """Multiply two integers."""
+
+            x: int
+            y: int
+
+            def run(self) -> int:
+                return self.x * self.y
+
+        with pytest.raises(ConfigError, match=r"tool 'multiply'.*ToolsNode"):
+            to_langgraph_tools([ModelTool(Multiply, name="multiply")])

@@ -243,9 +243,20 @@ def test_filter_args_and_varargs() -> None:
         return a
 
     schema = create_schema_from_function("f", f, filter_args=["b"])
-    assert list(schema.model_fields) == ["a"]
-    assert schema.model_config["extra"] == "allow"
+    assert list(schema.model_fields) == ["a", "rest", "extra"]  # LangChain's fields
+    assert schema.model_fields["rest"].annotation == tuple[int, ...]
+    assert schema.model_fields["extra"].annotation == dict[str, Any]
+    assert schema.model_fields["rest"].default is None
+    assert schema.model_config["extra"] == "ignore"
+    keys = create_schema_from_function("f", f, filter_args=["b"], variadic="extra_keys")
+    assert list(keys.model_fields) == ["a"]
+    assert keys.model_config["extra"] == "allow"
     assert create_schema_from_function("g", foo).model_config["extra"] == "ignore"
+
+
+def test_variadic_option_is_checked() -> None:
+    with pytest.raises(ConfigError, match="variadic must be 'fields' or 'extra_keys', got 'x'"):
+        create_schema_from_function("g", foo, variadic="x")  # type: ignore[arg-type]
 
 
 def test_include_injected() -> None:

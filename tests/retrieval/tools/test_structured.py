@@ -150,8 +150,14 @@ def test_var_keyword_function_accepts_extra_arguments() -> None:
         """Tag a name."""
         return name + "".join(f" {k}={v}" for k, v in sorted(tags.items()))
 
-    tool = StructuredTool.from_function(tagged)
+    tool = StructuredTool.from_function(tagged, variadic="extra_keys")
     assert tool.invoke({"name": "n", "b": "2", "a": "1"}) == "n a=1 b=2"
+    assert set(tool.args) == {"name"}
+    # the default shows **tags as a field (LangChain's schema) and drops unnamed keys
+    default = StructuredTool.from_function(tagged)
+    assert set(default.args) == {"name", "tags"}
+    assert default.invoke({"name": "n", "b": "2"}) == "n"
+    assert default.invoke({"name": "n", "tags": {"b": "2", "a": "1"}}) == "n a=1 b=2"
 
 
 def test_run_config_is_passed_and_hidden() -> None:

@@ -11,7 +11,8 @@ rewritten to :mod:`ragtools_lc_shim` (``shim/``), and they run in a child pytest
 
 ``expected.txt`` lists every item with one of three verdicts: ``pass`` (applies and must
 pass), ``n/a`` (tests LangChain-only machinery; the reason is on the line), ``differs``
-(applies, and we deliberately or knowingly behave otherwise; the reason is on the line).
+(applies, and our default differs; the reason names the option that gives LangChain's
+behaviour).
 The test fails when a ``pass`` item does not pass, or when an item is unlisted, so a
 new langchain-core pin is noticed. It skips only when the registry cannot be reached.
 """
@@ -147,6 +148,9 @@ def test_expected_list_is_well_formed() -> None:
     assert {v for v, _ in verdicts.values()} <= {"pass", "n/a", "differs"}
     unexplained = [item for item, (v, reason) in verdicts.items() if v != "pass" and not reason]
     assert unexplained == []
+    no_option = [item for item, (v, reason) in verdicts.items() if v == "differs"]
+    no_option = [item for item in no_option if "option" not in verdicts[item][1]]
+    assert no_option == [], "every difference must be a documented option"
 
 
 def test_langchain_tool_suite(tmp_path: Path) -> None:
