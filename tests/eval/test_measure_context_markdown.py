@@ -4,7 +4,6 @@ score as a miss in every run, silently)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
@@ -12,18 +11,14 @@ from ragtools.parsers import load_dir
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.splitting import split
 from ragtools.retrieval.evaluation.beir import load_qrels, load_queries
+from tests.eval.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "eval" / "measure_context.py"
 JUDGED = ROOT / "eval" / "data" / "md_docs"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("measure_context", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("measure_context")
 
 
 def test_folder_holds_the_markdown_files_and_one_page_per_public_module(tmp_path: Path) -> None:
