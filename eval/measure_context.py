@@ -23,7 +23,9 @@ whose header changed). Output: a summary and ``DIR/measure_context.json``.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -32,7 +34,8 @@ from typing import Any
 
 from ragtools.indexes.index import Index
 from ragtools.indexes.settings import IndexSettings
-from ragtools.parsers import Document, load
+from ragtools.parsers import Document, load, load_dir
+from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ParseError, PasswordRequiredError
 from ragtools.retrieval.base import Retriever
 from ragtools.retrieval.evaluation.beir import corpus_documents, load_beir, load_qrels, load_queries
@@ -46,6 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 PDFS = ROOT.parent / "shared" / "pdfs"
 LOCAL = ROOT / "eval" / "data" / "local_docs"
+MD_DOCS = ROOT / "eval" / "data" / "md_docs"
+PACKAGES = ("parsers", "indexes", "retrieval")
 METRICS = ("nDCG@10", "R@100")
 
 
@@ -57,6 +62,47 @@ def unit(hit: Hit) -> str:
         return f"{name}#p{meta['page']}"
     headings = meta.get("headings") or []
     return f"{name}#{headings[-1] if isinstance(headings, list) and headings else ''}"
+
+
+def markdown_folder(target: Path) -> Path:
+    """A Markdown docs folder made from this repository: its Markdown files (``README.md``,
+    ``CHANGELOG.md``, ``local_docs.md``) and an API reference page per public module of
+    :data:`PACKAGES` (``api/<package>/<module>.md``: ``# ragtools.<module>`` then the
+    module's docstring), as a documentation site generated from docstrings would hold."""
+    if target.exists():
+        shutil.rmtree(target)
+    (target / "api").mkdir(parents=True)
+    for name in ("README.md", "CHANGELOG.md"):
+        shutil.copyfile(ROOT / name, target / name)
+    shutil.copyfile(LOCAL / "README.md", target / "local_docs.md")
+    for package in PACKAGES:
+        for module in sorted((ROOT / package).rglob("*.py")):
+            relative = module.relative_to(ROOT)
+            if any(part.startswith("_") for part in relative.parts):
+                continue
+            docstring = ast.get_docstring(ast.parse(module.read_text("utf-8")))
+            if not docstring:
+                continue
+            page = target / "api" / relative.with_suffix(".md")
+            page.parent.mkdir(parents=True, exist_ok=True)
+            dotted = ".".join(relative.with_suffix("").parts)
+            page.write_text(f"# ragtools.{dotted}\n\n{docstring}\n", "utf-8")
+    return target
+
+
+def markdown_unit() -> Any:
+    """The judged unit of a docs-folder chunk: an API page (its path under the folder), or a
+    section of the other pages (``README.md#<last heading>``)."""
+
+    def unit(chunk: Chunk) -> str:
+        meta = chunk.metadata
+        relative = str(meta["source"])  # load_dir: the path relative to the folder
+        if relative.startswith("api/"):
+            return relative
+        headings = meta.get("headings") or []
+        return f"{relative}#{headings[-1] if isinstance(headings, list) and headings else ''}"
+
+    return unit
 
 
 def local_documents() -> list[Document]:
@@ -106,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--vector", action="store_true")
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "out" / "context")
     parser.add_argument("--skip-scifact", action="store_true")
+    parser.add_argument("--skip-local", action="store_true", help="no README + PDFs run")
+    parser.add_argument("--markdown", action="store_true", help="also the Markdown docs folder")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     names = ["keyword", "vector", "hybrid"] if args.vector else ["keyword"]
@@ -137,6 +185,49 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out["scifact"][f"{name}/{split}"] = rows
                 print(line(f"SciFact {name} {split}", rows))
 
+    if not args.skip_local:
+        out["local"] = measure_local(args.out, names)
+    if args.markdown:
+        out["markdown"] = measure_markdown(args.out, names)
+    print(f"({time.perf_counter() - started:.0f}s)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "measure_context.json").write_text(json.dumps(out, indent=1))
+    print(f"wrote {args.out / 'measure_context.json'}")
+    return 0
+
+
+def measure_markdown(where: Path, names: Sequence[str]) -> dict[str, Any]:
+    """The Markdown docs folder (:func:`markdown_folder`) with the hand-judged queries of
+    ``eval/data/md_docs``, context off and on, every retriever of ``names``."""
+    folder = markdown_folder(where / "md-docs")
+    queries, qrels = load_queries(MD_DOCS), load_qrels(MD_DOCS, "test")
+    unit = markdown_unit()
+    per_setting: dict[bool, dict[str, Any]] = {}
+    for context in (False, True):
+        index = Index.from_documents(
+            load_dir(folder, show_progress=False).documents,
+            where / "md-index",
+            vector="vector" in names,
+            context=context,
+            show_progress=False,
+        )
+        known = {unit(c) for c in index.chunks}
+        unknown = sorted({d for j in qrels.values() for d in j} - known)
+        if unknown:
+            raise SystemExit(f"{MD_DOCS}: judged units the folder lacks: {unknown}")
+        per_setting[context] = {
+            name: scores(retriever_for(index, name), queries, qrels, lambda h: unit(h.chunk))
+            for name in names
+        }
+    result: dict[str, Any] = {}
+    for name in names:
+        result[name] = compared(per_setting[False][name], per_setting[True][name])
+        print(line(f"Markdown docs {name} ({len(qrels)} queries)", result[name]))
+    return result
+
+
+def measure_local(where: Path, names: Sequence[str]) -> dict[str, Any]:
+    """README + PDFs, context off and on, every retriever of ``names``."""
     queries = load_queries(LOCAL)
     qrels = {**load_qrels(LOCAL, "train"), **load_qrels(LOCAL, "test")}  # all 38: nothing tuned
     documents = local_documents()
@@ -144,18 +235,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     for context in (False, True):
         index = Index.from_documents(
             documents,
-            args.out / "local-index",
-            vector=args.vector,
+            where / "local-index",
+            vector="vector" in names,
             context=context,
             show_progress=False,
         )
         local[context] = {
             name: scores(retriever_for(index, name), queries, qrels, unit) for name in names
         }
-    out["local"] = {}
+    result: dict[str, Any] = {}
     for name in names:
         rows = compared(local[False][name], local[True][name])
-        out["local"][name] = rows
+        result[name] = rows
         print(line(f"README+PDFs {name}", rows))
         for prefix in ("m", "r"):
             part = {q for q in qrels if q.startswith(prefix)}
@@ -163,13 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 {q: v for q, v in local[False][name].items() if q in part},
                 {q: v for q, v in local[True][name].items() if q in part},
             )
-            out["local"][f"{name}/{prefix}*"] = sub
+            result[f"{name}/{prefix}*"] = sub
             print(line(f"  of which {prefix}* ({len(part)} queries)", sub))
-    print(f"({time.perf_counter() - started:.0f}s)")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "measure_context.json").write_text(json.dumps(out, indent=1))
-    print(f"wrote {args.out / 'measure_context.json'}")
-    return 0
+    return result
 
 
 if __name__ == "__main__":

@@ -69,7 +69,8 @@ class FusionSettings(BaseModel):
     on judged queries (``HybridRetriever.from_index`` uses it unless told otherwise).
 
     Attributes:
-        method: ``rrf``, ``relative_score`` (min-max) or ``dbsf`` (distribution-based).
+        method: ``rrf``, ``relative_score`` (min-max), ``dbsf`` (distribution-based) or
+            ``zscore`` (mean 0, std 1).
         weights: BM25 weight, vector weight (non-negative, not both 0).
         candidate_k: rows each half contributes before fusion.
         rrf_k: the RRF constant.
@@ -78,7 +79,7 @@ class FusionSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    method: Literal["rrf", "relative_score", "dbsf"]
+    method: Literal["rrf", "relative_score", "dbsf", "zscore"]
     weights: tuple[float, float]
     candidate_k: int = Field(ge=1)
     rrf_k: float = Field(default=60.0, gt=0)

@@ -1,4 +1,5 @@
-"""Fusion of ranked runs: reciprocal rank, relative score (min-max) and distribution-based.
+"""Fusion of ranked runs: reciprocal rank, relative score (min-max), distribution-based and
+z-score.
 
 Pure functions, keyed by chunk id (never by text: LangChain's EnsembleRetriever dedups by
 ``page_content`` and so merges two different chunks that happen to share text).
@@ -24,10 +25,17 @@ returns them. Choices made here, all tested against hand-computed numbers:
   mean to 0.5, and a run with zero spread has every score at its mean, so it maps to 0.5
   (Haystack returns 0.0 here, which silently erases the run; 1.0 would rank a retriever that
   found one weak match above the best hits of every retriever with a real distribution).
+  Z-score maps a run with zero spread to 0.0, its mean, for the same reason.
+* **Z-score** (``zscore``) is ``(s - mean) / std`` (population std), unclipped: ranx's
+  ``fuse(norm="zmuv", method="wsum")`` and OpenSearch's ``z_score`` normalisation. It orders
+  the documents both runs hold as DBSF does (DBSF is the same line, divided by 6 and shifted),
+  but DBSF clips beyond ``mean ± 3 std``, which flattens the top of a long-tailed BM25 run
+  (its best hits are often far above ``mean + 3 std``) into ties at 1.0; and an id missing
+  from a run gets 0 from it, which here is that run's mean, not its floor.
 
 One implementation: :func:`fuse_rankings` fuses :class:`~indexes.ranking.Ranking` objects (integer
 keys), composing a **normalisation** of each run (:data:`NORMALISERS`: reciprocal rank, min-max,
-distribution) with one **combination**, the weighted sum, as ranx's ``fuse(runs, norm=...,
+distribution, z-score) with one **combination**, the weighted sum, as ranx's ``fuse(runs, norm=...,
 method=...)`` composes them. The chunk-id functions (:func:`fuse`,
 :func:`reciprocal_rank_fusion`, ...) and :func:`fuse_hits` are thin adapters over it: chunk ids
 become their 64-bit keys (:func:`retrieval.hit.chunk_keys`), so ties come back by key.
@@ -67,8 +75,9 @@ logger = logging.getLogger(__name__)
 Run: TypeAlias = Sequence[tuple[str, float]]
 """``(chunk_id, score)`` pairs sorted best first (higher score is better)."""
 
-FusionMethod: TypeAlias = Literal["rrf", "relative_score", "dbsf"]
-"""``rrf`` (reciprocal rank), ``relative_score`` (min-max) or ``dbsf`` (mean ± 3 std)."""
+FusionMethod: TypeAlias = Literal["rrf", "relative_score", "dbsf", "zscore"]
+"""``rrf`` (reciprocal rank), ``relative_score`` (min-max), ``dbsf`` (mean ± 3 std, clipped) or
+``zscore`` (mean 0, std 1, unclipped)."""
 
 DEFAULT_RRF_K = 60
 """RRF's smoothing constant, as fixed by Cormack et al. (2009) and used by pyserini; a larger
@@ -91,21 +100,35 @@ def _min_max(scores: Floats, rrf_k: float) -> Floats:
     return out
 
 
-def _distribution(scores: Floats, rrf_k: float) -> Floats:
+def _standardised(scores: Floats) -> Floats | None:
+    """``(s - mean) / std`` (population std), or ``None`` when every score is equal."""
     if float(scores.max()) == float(scores.min()):
-        return np.full_like(scores, 0.5)
+        return None
     mean = math.fsum(scores.tolist()) / len(scores)
     deviations = scores - mean
     std = math.sqrt(math.fsum((deviations * deviations).tolist()) / len(scores))
-    low = mean - 3 * std
-    out: Floats = np.clip((scores - low) / (6 * std), 0.0, 1.0)
+    out: Floats = deviations / std
     return out
+
+
+def _distribution(scores: Floats, rrf_k: float) -> Floats:
+    z = _standardised(scores)
+    if z is None:
+        return np.full_like(scores, 0.5)
+    out: Floats = np.clip((z + 3) / 6, 0.0, 1.0)
+    return out
+
+
+def _z_scores(scores: Floats, rrf_k: float) -> Floats:
+    z = _standardised(scores)
+    return np.zeros_like(scores) if z is None else z
 
 
 NORMALISERS: dict[str, Callable[[Floats, float], Floats]] = {
     "rrf": _reciprocal_ranks,
     "relative_score": _min_max,
     "dbsf": _distribution,
+    "zscore": _z_scores,
 }
 """Each method's normalisation of one run's scores (best first); ``rrf`` reads only ranks."""
 
@@ -212,7 +235,7 @@ def fuse(
     """Fuse ranked runs with the named method.
 
     Args:
-        method: ``"rrf"``, ``"relative_score"`` or ``"dbsf"``.
+        method: ``"rrf"``, ``"relative_score"``, ``"dbsf"`` or ``"zscore"``.
         runs: ranked runs, each ``(chunk_id, score)`` pairs sorted best first.
         weights: one non-negative multiplier per run; ``None`` means 1.0 each; 0 drops a run.
         rrf_k: RRF's constant; only read by ``"rrf"``.
@@ -301,7 +324,7 @@ def fuse_hits(
     of weight 0 contribute neither hits nor scores.
 
     Args:
-        method: ``"rrf"``, ``"relative_score"`` or ``"dbsf"``.
+        method: ``"rrf"``, ``"relative_score"``, ``"dbsf"`` or ``"zscore"``.
         hit_lists: one list of hits per retriever, each best first.
         weights: one non-negative multiplier per list; ``None`` means 1.0 each.
         rrf_k: RRF's constant; only read by ``"rrf"``.

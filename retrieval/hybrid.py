@@ -65,8 +65,8 @@ class HybridRetriever(BaseRetriever):
         retrievers: the retrievers to run (concurrently, in threads); each follows the
             :class:`~retrieval.base.Ranker` protocol (every retriever of this package does).
         weights: one non-negative weight per retriever (default: equal).
-        fusion: ``"rrf"`` (reciprocal rank fusion), ``"relative_score"`` (min-max) or
-            ``"dbsf"`` (distribution-based score fusion).
+        fusion: ``"rrf"`` (reciprocal rank fusion), ``"relative_score"`` (min-max),
+            ``"dbsf"`` (distribution-based score fusion) or ``"zscore"`` (z-scores).
         rrf_k: the RRF constant (60, after Cormack et al. 2009).
         candidate_k: how many rows each retriever contributes before fusion.
         reranker: reranks the fused candidates (e.g. a cross-encoder), optional.

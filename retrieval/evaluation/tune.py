@@ -7,7 +7,8 @@ deepest candidate list; then every setting of a grid is scored on those lists by
 nDCG@10 over the judged training queries:
 
 * fusion method, which fixes the normalisation (``rrf``: reciprocal ranks; ``relative_score``:
-  min-max; ``dbsf``: mean +- 3 standard deviations; :mod:`retrieval.fusion`);
+  min-max; ``dbsf``: mean +- 3 standard deviations, clipped; ``zscore``: mean 0, std 1;
+  :mod:`retrieval.fusion`);
 * the BM25 weight ``w`` in 0.0, 0.1, ..., 1.0 (the vector weight is ``1 - w``);
 * the candidate depth, :data:`DEPTHS`.
 
@@ -73,7 +74,7 @@ MIN_QUERIES = 10
 """Fewer judged training queries than this are refused."""
 FEW_QUERIES = 50
 """Fewer judged training queries than this give a warning with the result."""
-METHODS: tuple[FusionMethod, ...] = ("relative_score", "rrf", "dbsf")
+METHODS: tuple[FusionMethod, ...] = ("relative_score", "rrf", "dbsf", "zscore")
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 DEPTHS = (100, 300, 1000)
 _METRICS = ("nDCG@10", "R@100")

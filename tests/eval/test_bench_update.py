@@ -6,7 +6,6 @@ that the script ran the commands it says it ran and measured what it says it mea
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -17,15 +16,13 @@ from typing import Any
 
 import pytest
 
+from tests.eval.scripts import load_script
+
 SCRIPT = Path(__file__).resolve().parents[2] / "eval" / "bench_update.py"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_update", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_update")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

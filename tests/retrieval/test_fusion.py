@@ -95,7 +95,7 @@ def test_dedup_within_a_run_keeps_first_position_and_closes_ranks() -> None:
     ]
 
 
-@pytest.mark.parametrize("method", ["rrf", "relative_score", "dbsf"])
+@pytest.mark.parametrize("method", ["rrf", "relative_score", "dbsf", "zscore"])
 def test_empty_input_and_empty_runs(method: str) -> None:
     assert fuse(method, []) == []  # type: ignore[arg-type]
     assert fuse(method, [[], []]) == []  # type: ignore[arg-type]
@@ -106,7 +106,7 @@ def test_empty_input_and_empty_runs(method: str) -> None:
     ("weights", "fragment"),
     [([1.0], "1 weights for 2 runs"), ([1.0, -1.0], ">= 0"), ([0, 0], "all zero")],
 )
-@pytest.mark.parametrize("method", ["rrf", "relative_score", "dbsf"])
+@pytest.mark.parametrize("method", ["rrf", "relative_score", "dbsf", "zscore"])
 def test_bad_weights_raise(method: str, weights: list[float], fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         fuse(method, [RUN_A, RUN_B], weights=weights)  # type: ignore[arg-type]
@@ -202,6 +202,57 @@ def test_dbsf_zero_spread_maps_to_half_and_weights_apply() -> None:
     assert fused == approx_run([("b", 7 / 3), ("a", 2 / 3)])
 
 
+# --- z-score fusion -------------------------------------------------------------------------
+
+
+def test_zscore_hand_computed() -> None:
+    # A = 3, 2, 1: mean 2, population std sqrt(2/3): a +1.2247, b 0, c -1.2247
+    # B = 10, 0: mean 5, std 5: b +1, d -1; a missing from B and d from A get 0 (the mean)
+    runs = [[("a", 3.0), ("b", 2.0), ("c", 1.0)], [("b", 10.0), ("d", 0.0)]]
+    z = 1 / math.sqrt(2 / 3)
+    assert fuse("zscore", runs) == approx_run([("a", z), ("b", 1.0), ("d", -1.0), ("c", -z)])
+    # weights multiply; unlike DBSF nothing is clipped, so a far outlier keeps its lead
+    assert fuse("zscore", runs, weights=[1, 2]) == approx_run(
+        [("b", 2.0), ("a", z), ("c", -z), ("d", -2.0)]
+    )
+    run = [("top", 100.0), ("next", 90.0)] + [(f"z{i}", 0.0) for i in range(40)]
+    fused = dict(fuse("zscore", [run]))
+    assert fused["top"] > fused["next"]  # DBSF clips both to 1.0
+    assert dict(distribution_based_score_fusion([run]))["top"] == 1.0
+    assert dict(distribution_based_score_fusion([run]))["next"] == 1.0
+
+
+def test_zscore_zero_spread_maps_to_the_mean() -> None:
+    assert fuse("zscore", [[("x", 4.0), ("y", 4.0)], [("z", 1.0)]]) == [
+        (cid, 0.0) for cid in by_key("x", "y", "z")
+    ]
+
+
+def test_zscore_equals_ranx_zmuv_weighted_sum() -> None:
+    ranx = pytest.importorskip("ranx")  # in the dev extra
+    rng = np.random.default_rng(7)
+    runs: list[dict[str, dict[str, float]]] = [{}, {}]
+    for q in range(20):
+        for i, run in enumerate(runs):
+            docs = rng.choice(60, size=int(rng.integers(2, 40)), replace=False)
+            scores = rng.gamma(2.0, 3.0 if i == 0 else 0.1, size=len(docs))
+            run[f"q{q}"] = {f"d{d}": float(s) for d, s in zip(docs, scores, strict=True)}
+    params = {"weights": (0.7, 0.3)}
+    theirs = ranx.fuse(
+        [ranx.Run(run, name=f"r{i}") for i, run in enumerate(runs)],
+        norm="zmuv",
+        method="wsum",
+        params=params,
+    ).to_dict()
+    for qid in runs[0]:
+        ours = fuse(
+            "zscore",
+            [sorted(run[qid].items(), key=lambda p: -p[1]) for run in runs],
+            weights=params["weights"],
+        )
+        assert dict(ours) == pytest.approx(theirs[qid], rel=1e-9, abs=1e-12)
+
+
 def test_fuse_dispatches_to_each_method() -> None:
     runs = [RUN_A, RUN_B]
     assert fuse("rrf", runs, rrf_k=10) == reciprocal_rank_fusion(runs, rrf_k=10)
@@ -209,6 +260,8 @@ def test_fuse_dispatches_to_each_method() -> None:
     assert fuse("dbsf", runs, weights=[2, 1]) == distribution_based_score_fusion(
         runs, weights=[2, 1]
     )
+    z = NORMALISERS["zscore"](np.array([10.0, 6.0, 2.0]), 60)
+    assert z.tolist() == pytest.approx([math.sqrt(1.5), 0.0, -math.sqrt(1.5)])
 
 
 # --- hits -----------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def _check_against_fuse(hybrid: HybridRetriever, query: str, k: int, spec: objec
             assert hit.scores.get(retriever.stage) == own
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "relative_score", "dbsf"])
+@pytest.mark.parametrize("fusion", ["rrf", "relative_score", "dbsf", "zscore"])
 def test_hybrid_equals_fusion_of_its_retrievers(index: Index, fusion: FusionMethod) -> None:
     halves = [KeywordRetriever(index), VectorRetriever(index), FrontPageRetriever(index)]
     hybrid = HybridRetriever(halves, weights=[0.5, 0.3, 0.2], fusion=fusion, candidate_k=15)
