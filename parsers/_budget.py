@@ -3,11 +3,16 @@
 
 A crafted file can keep a parser busy for minutes (a PDF whose one big content stream is
 shared by every page, a deeply nested document), so no single file may hold a batch up.
-Two mechanisms enforce one budget:
+The budget covers the whole per-file work: the parse, and what the consumer of a file's
+documents does with them when it takes them as they come (an index build splits them into
+chunks there: :class:`~parsers.loading.DocumentSink`); a file whose split overruns fails
+like one whose parse does, and what it had produced is dropped. Two mechanisms enforce one
+budget:
 
 * in a worker process (:mod:`parsers._pool`), the pool kills the worker once the budget and
   a grace period have passed: that stops even a parser stuck in C code, and the file is
-  reported as a failure, never parsed again in the caller;
+  reported as a failure, never parsed again in the caller (its documents then reach the
+  consumer in the caller, under a budget of the same size there);
 * in the calling process, which cannot be killed, an interval timer (``SIGALRM``) raises
   :class:`BudgetExceeded` in the parser's Python code when the budget is spent. That is
   available on POSIX in the main thread only; elsewhere (Windows, another thread) an

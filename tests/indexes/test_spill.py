@@ -1,5 +1,5 @@
 """The spills of a build: :class:`~indexes.store.spill.ChunkSpill`, the chunks of parsed files
-kept on disk in file order."""
+kept on disk in file order, and what counts against a file's time budget."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from ragtools.indexes.store.chunks import read_chunks
 from ragtools.indexes.store.spill import ChunkSpill
 from ragtools.parsers import Chunk, Document, split
 from ragtools.parsers.errors import ParseError
+from ragtools.parsers.loading import load_files
 
 
 def _split(documents: Sequence[Document]) -> list[Chunk]:
@@ -44,3 +45,24 @@ def test_files_taken_in_any_order_are_written_in_file_order_and_a_dropped_file_l
         assert spilled.documents == len(kept)
     assert read_chunks(tmp_path / "chunks.out") == _split(kept)
     assert texts == {d.id: d.text for d in kept}
+
+
+def test_a_split_that_overruns_the_files_budget_fails_that_file_alone(tmp_path: Path) -> None:
+    """#38 item 8: the split after the parse ran outside the per-file budget. What the sink
+    does with a file's documents (a build splits them there) is inside it now: a text
+    whose split into two-character chunks takes seconds ends in the named budget error,
+    and the other file of the batch is split and kept."""
+    big = tmp_path / "big.txt"
+    big.write_text("ab " * 200_000)
+    small = tmp_path / "small.txt"
+    small.write_text("a small file that is split in time")
+    with ChunkSpill(tmp_path, lambda d: split(d, chunk_size=2, chunk_overlap=0)) as spilled:
+        result = load_files([big, small], time_budget=0.5, sink=spilled, workers=1)
+        (error,) = result.errors
+        assert error.path == str(big) and error.error == "ParseError"
+        assert "longer than the time budget" in error.message
+        assert result.documents == []
+        spilled.write_chunks(tmp_path / "chunks.out", range(2))
+    chunks = read_chunks(tmp_path / "chunks.out")
+    assert {c.metadata["source"] for c in chunks} == {"small.txt"}
+    assert "".join(c.text for c in chunks).replace(" ", "") == "asmallfilethatissplitintime"
