@@ -262,7 +262,7 @@ class Delivery(Protocol):
 def _attempt(task: Task, budget: float | None, delivery: Delivery | None) -> Outcome:
     then = None if delivery is None else functools.partial(delivery.take, task)
     try:
-        seconds = file_budget(budget, task.size)
+        seconds = file_budget(budget, task.size, task.spec.name)
         return run_parser(task.spec, task.file, task.source, task.password, seconds, then)
     except ParseError as exc:
         if delivery is not None:
@@ -275,7 +275,7 @@ def _deliver(
 ) -> Outcome:
     """Hand a worker's documents to ``delivery`` under the file's time budget (a second
     budget: the worker spent its own on the parse, and this runs where the timer works)."""
-    seconds = file_budget(budget, task.size)
+    seconds = file_budget(budget, task.size, task.spec.name)
     try:
         with time_budget(seconds):
             delivery.take(task, documents)
@@ -289,7 +289,7 @@ def _lost(task: Task, exc: BaseException, budget: float | None) -> _Failure:
     """The failure of a file whose worker did not answer: killed at the time budget, or
     dead (a crash, or out of memory). It is never parsed again here: a file that can kill
     a worker would take the caller down with it."""
-    seconds = file_budget(budget, task.size)
+    seconds = file_budget(budget, task.size, task.spec.name)
     return failure(task.source, ParseError(task.source, _lost_message(exc, seconds, None)))
 
 
@@ -366,7 +366,9 @@ def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack, budget: fl
     logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
     futures: Jobs = {}
     for task, shard, shards in jobs:
-        seconds = file_budget(budget, task.size)  # a shard has a share of the work and all
+        seconds = file_budget(
+            budget, task.size, task.spec.name
+        )  # a shard has a share of the work and all
         timeout = None if seconds is None else seconds + _GRACE  # the time: the file's
         args = (str(task.file), task.source, task.spec.name, shard, shards, task.password, seconds)
         futures[pool.schedule(_work, args=args, timeout=timeout)] = (task, shard, shards)

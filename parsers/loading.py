@@ -258,8 +258,9 @@ def load(
             (see :mod:`parsers.file_metadata` for ``file_type``, ``mtime`` and ``size``).
         password: for encrypted PDFs.
         time_budget: seconds the parse may take (``None``: no limit), plus one per
-            ``BUDGET_BYTES_PER_SECOND`` of the file, so large valid files get the time their
-            size needs; enforced in the main thread on POSIX (see :mod:`parsers._budget`).
+            ``BUDGET_BYTES_PER_SECOND`` of the file (plain text and Markdown aside:
+            ``FLAT_BUDGET_FORMATS``), so large valid files get the time their size needs;
+            enforced in the main thread on POSIX (see :mod:`parsers._budget`).
         max_bytes: a larger file (by its ``stat`` size: a sparse file's apparent size) is
             refused before it is opened.
 
@@ -352,7 +353,7 @@ def _prepare(
     except OSError as exc:
         msg = f"cannot read the file ({exc.strerror or exc})"
         raise ParseError(source, msg) from exc
-    return source, file, spec, file_budget(time_budget, size)
+    return source, file, spec, file_budget(time_budget, size, spec.name)
 
 
 def _finish(source: str, file: Path, spec: ParserSpec, parsed: list[Document]) -> list[Document]:
@@ -504,8 +505,8 @@ def load_dir(
             ``follow_links``.
         password: for encrypted PDFs.
         time_budget: seconds one file may take to parse (``None``: no limit), plus one
-            per ``BUDGET_BYTES_PER_SECOND`` of it; a file over it is stopped and becomes an
-            entry of ``errors``.
+            per ``BUDGET_BYTES_PER_SECOND`` of it (not for ``FLAT_BUDGET_FORMATS``); a file
+            over it is stopped and becomes an entry of ``errors``.
 
     Returns:
         Documents, per-file errors and skipped files, each in sorted path order.
