@@ -75,7 +75,7 @@ from ragtools.indexes.sources import (
 )
 from ragtools.indexes.store._chunk_file import ChunkFile
 from ragtools.indexes.store._persist import write_manifest
-from ragtools.indexes.store.chunks import chunk_batches, read_chunks, write_chunks
+from ragtools.indexes.store.chunks import chunk_batches, write_chunks
 from ragtools.indexes.store.doc_texts import (
     TEXTS_DIR,
     ChainedTexts,
@@ -670,13 +670,12 @@ class IndexWriter:
         )
         path, digest = publish_segment(tmp)
         plan.new.append(SegmentEntry(path, shard, digest, n_rows, canonical=True))
-        # A large segment's chunks are read back from its file when a merge needs them: a
-        # sharded build of ten million rows would otherwise hold every shard's chunks.
-        stored = index.path / path / CHUNKS
-        if n_rows > LAZY_ROWS:
-            plan.chunks.append(ChunkFile(stored))
-        else:
-            plan.chunks.append(chunks if chunks is not None else read_chunks(stored))
+        # A large segment's chunks, and a spilled one's (never in memory), are read back from
+        # its file when a merge needs them: a sharded build of ten million rows would
+        # otherwise hold every shard's chunks.
+        if chunks is None or n_rows > LAZY_ROWS:
+            chunks = ChunkFile(index.path / path / CHUNKS)
+        plan.chunks.append(chunks)
 
     def _plan(self) -> _Plan:
         """The live version as a starting point. A version of an older layout has its live
