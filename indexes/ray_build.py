@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import parse_files
 from ragtools.indexes.store.segments import SegmentEntry
 from ragtools.indexes.writer import write_shard_segment
-from ragtools.parsers import Chunk, FileError, split
+from ragtools.parsers import Chunk, Document, FileError, split
 from ragtools.parsers.document import json_text
 
 __all__ = ["EmbedWindows", "Precomputed", "RayBuilt", "build_files_on_ray", "parse_and_split"]
@@ -49,6 +49,29 @@ FILES_PER_TASK = 16
 
 def _chunk_json(chunk: Chunk) -> Any:
     return json.loads(json_text(chunk.model_dump(mode="json")))
+
+
+class _Split:
+    """A task's files split as they are parsed (a :class:`~parsers.loading.DocumentSink`):
+    each file's chunks and its documents' texts, by the file's place in the batch."""
+
+    def __init__(self, settings: IndexSettings) -> None:
+        self.settings = settings
+        self.chunks: dict[int, list[Chunk]] = {}
+        self.texts: dict[int, dict[str, str]] = {}
+
+    def take(self, file: int, documents: Iterable[Document]) -> None:
+        chunks: list[Chunk] = []
+        texts: dict[str, str] = {}
+        size, overlap = self.settings.chunk_size, self.settings.chunk_overlap
+        for document in documents:
+            chunks += split([document], chunk_size=size, chunk_overlap=overlap)
+            texts[document.id] = document.text
+        self.chunks[file], self.texts[file] = chunks, texts
+
+    def drop(self, file: int) -> None:
+        self.chunks.pop(file, None)
+        self.texts.pop(file, None)
 
 
 def parse_and_split(
@@ -63,24 +86,19 @@ def parse_and_split(
     files = [str(f) for f in batch["file"]]
     paths = [Path(f) for f in files]
     root = Path(source_root) if source_root else None
-    parsed = parse_files(paths, root=root, show_progress=False, password=password)
     resolved = IndexSettings.model_validate(settings)
-    units = [
-        split(
-            parsed.by_file.get(f, []),
-            chunk_size=resolved.chunk_size,
-            chunk_overlap=resolved.chunk_overlap,
-        )
-        for f in files
-    ]
+    units = _Split(resolved)  # inside each file's time budget, as in a local build
+    parsed = parse_files(paths, root=root, show_progress=False, password=password, sink=units)
     failed = {f.path: vars(f) for f in parsed.failures}
     skipped = {p: r for p, r in parsed.skipped}
     return {
         "shard": batch["shard"],
         "unit": batch["unit"],
         "file": files,
-        "chunks": [json.dumps([_chunk_json(c) for c in unit]) for unit in units],
-        "texts": [json.dumps({d.id: d.text for d in parsed.by_file.get(f, [])}) for f in files],
+        "chunks": [
+            json.dumps([_chunk_json(c) for c in units.chunks.get(n, [])]) for n in range(len(files))
+        ],
+        "texts": [json.dumps(units.texts.get(n, {})) for n in range(len(files))],
         "failure": [json.dumps(failed.get(f)) for f in files],
         "skipped": [json.dumps(skipped.get(f)) for f in files],
     }

@@ -34,7 +34,7 @@ from typing import Any
 from ragtools.indexes.store._persist import sha256_file
 from ragtools.parsers import Document, FileError, Selection, load_files
 from ragtools.parsers.errors import ConfigError
-from ragtools.parsers.loading import DEFAULT_MAX_BYTES, Plan, plan_files
+from ragtools.parsers.loading import DEFAULT_MAX_BYTES, DocumentSink, Plan, plan_files
 from ragtools.parsers.policy import select_documents
 from ragtools.parsers.selection import select_files, special_kind
 
@@ -182,14 +182,18 @@ def parse_files(
     root: Path | None = None,
     show_progress: bool | None = None,
     password: str | None = None,
+    sink: DocumentSink | None = None,
 ) -> Parsed:
     """Parse ``files`` (absolute), sources relative to ``root``: the documents of each parsed
     file by absolute path, the failures, and the files skipped as not documents (no parser
-    recognises them, or too large), each with why.
+    recognises them, or too large), each with why. With ``sink``, the documents go there
+    instead (:func:`parsers.load_files`), and each parsed file's list is empty.
 
     Each failure is logged at INFO only: it is returned, and the caller reports it once.
     """
-    result = load_files(files, show_progress=show_progress, password=password, relative_to=root)
+    result = load_files(
+        files, show_progress=show_progress, password=password, relative_to=root, sink=sink
+    )
     by_file: dict[str, list[Document]] = {}
     for document in result.documents:
         by_file.setdefault(str(document.metadata.get("path", document.source)), []).append(document)

@@ -22,8 +22,13 @@ statistics are recomputed over the live rows at open: :mod:`indexes.keyword.coll
 **Shards** (``shards=N``) place segments on N worker groups: a file goes to the shard of a
 hash of its path (a document given directly: of its id), so a file's chunks are always in
 one shard; searches run over the segments concurrently (threads, or Ray actors:
-:mod:`indexes.ray_shards`). A build parses and writes one shard at a time, so its peak
-memory is one shard's.
+:mod:`indexes.ray_shards`). A build parses and writes one shard at a time, and within a
+shard the documents never pile up: a build or update streams each file's documents from
+its parser through the split into a spill on disk (:meth:`IndexWriter.write_files`), then
+indexes the segment from there in batches of :data:`BATCH_ROWS` chunks. Its peak memory is
+the BM25 postings and vocabulary of one shard, not its ``Document`` and ``Chunk`` objects
+(a JSON of 10^6 records: under 1 GB, where holding them took 3.4 GB). The split runs
+inside each file's time budget, with the parse.
 
 **Merge policy**, after Lucene's ``TieredMergePolicy``: a shard holding more than
 :data:`SEGMENTS_PER_SHARD` segments has its smallest ones folded into one (never the segments
@@ -57,9 +62,11 @@ from ragtools.indexes.index import (
     IndexState,
     read_version,
 )
+from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.keyword.collection import combined
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import (
+    Parsed,
     fingerprint,
     parse_files,
     same_file,
@@ -68,8 +75,13 @@ from ragtools.indexes.sources import (
 )
 from ragtools.indexes.store._chunk_file import ChunkFile
 from ragtools.indexes.store._persist import write_manifest
-from ragtools.indexes.store.chunks import write_chunks
-from ragtools.indexes.store.doc_texts import TEXTS_DIR, ChainedTexts, write_texts
+from ragtools.indexes.store.chunks import chunk_batches, write_chunks
+from ragtools.indexes.store.doc_texts import (
+    TEXTS_DIR,
+    ChainedTexts,
+    write_text_pairs,
+    write_texts,
+)
 from ragtools.indexes.store.manifest import (
     DOCUMENT_TEXTS,
     FORMAT,
@@ -88,7 +100,7 @@ from ragtools.indexes.store.segments import (
     shard_of,
     write_deleted,
 )
-from ragtools.indexes.store.spill import read_spill, spill, staging
+from ragtools.indexes.store.spill import ChunkSpill, read_spill, spill, staging
 from ragtools.indexes.store.versions import (
     collect,
     collecting,
@@ -115,6 +127,9 @@ logger = logging.getLogger(__name__)
 
 MAX_SHARDS = 1024
 """The most shards an index may have: more would be a typo, not a cluster."""
+BATCH_ROWS = 10_000
+"""Chunks a segment written from spilled files is indexed by at a time: enough that each
+step is a vectorised pass, few enough that a batch's objects are a few megabytes."""
 SEGMENTS_PER_SHARD = 8
 """Segments a shard holds before the merge policy folds its smallest ones together: few
 enough that a query's per-segment overhead stays small, enough that a run of updates does
@@ -241,15 +256,13 @@ class IndexWriter:
                 for shard, group in enumerate(groups):
                     if not group:
                         continue
-                    paths = [Path(f) for f in group]
-                    parsed = parse_files(
-                        paths, root=root, show_progress=show_progress, password=password
-                    )
+                    parsed = writer.write_files(
+                        plan, shard, group, root=root, show_progress=show_progress,
+                        password=password,
+                    )  # fmt: skip
                     failures += parsed.failures
                     parse_skipped += parsed.skipped
                     replaced += parsed.replaced
-                    docs = [d for f in group for d in parsed.by_file.get(f, [])]
-                    writer.write_segment(plan, shard, writer.split(docs), _texts(docs))
             writer.commit(
                 plan,
                 n_shards=n_shards,
@@ -410,16 +423,12 @@ class IndexWriter:
         for shard, group in enumerate(groups):
             if not group:
                 continue
-            parsed = parse_files(
-                [Path(f) for f in group], root=root, show_progress=show_progress, password=password
+            parsed = self.write_files(
+                plan, shard, group, root=root, show_progress=show_progress, password=password
             )
             failures += parsed.failures
             parse_skipped += parsed.skipped
             replaced += parsed.replaced
-            docs = [d for f in group for d in parsed.by_file.get(f, [])]
-            chunks = self.split(docs)
-            if chunks:
-                self.write_segment(plan, shard, chunks, _texts(docs))
         skipped = sorted(set(walk_skipped) | set(kept_skips) | set(parse_skipped))
         skipped_paths = {p for p, _ in skipped}
         was_skipped = {p for p, _ in index.skipped}
@@ -541,30 +550,104 @@ class IndexWriter:
         chunks: Sequence[Chunk],
         texts: Mapping[str, str],
     ) -> None:
-        index, settings = self.index, self.index.settings
         write_chunks(tmp / CHUNKS, chunks)
-        held = [p.texts for p in index.state.parts if p is not None and p.texts is not None]
+        held = [p.texts for p in self.index.state.parts if p is not None and p.texts is not None]
         every_text = ChainedTexts([texts, *held])  # a document's text is in its segment
         files = [CHUNKS, *write_texts(tmp, (c.doc_id for c in chunks), every_text)]
+        documents = len({c.doc_id for c in chunks})
+        self._index_segment(tmp, plan, shard, files, [chunks], documents, chunks)
+
+    def write_files(
+        self,
+        plan: _Plan,
+        shard: int,
+        files: Sequence[str],
+        *,
+        root: Path,
+        show_progress: bool | None,
+        password: str | None,
+    ) -> Parsed:
+        """Parse ``files`` and index their chunks into a new segment of ``shard``.
+
+        Each file's documents are split as they are parsed, inside the file's time budget,
+        and spilled to a staging directory (:class:`~indexes.store.spill.ChunkSpill`); the
+        segment is then written from there in batches of :data:`BATCH_ROWS` chunks, so a
+        file of a million records costs memory for a batch, not for a million chunks. The
+        rows are in the order of ``files``, then of each file's documents, as a build from
+        the documents in memory would have them.
+        """
+        index_path = self.index.path
+        with staging(index_path) as directory, ChunkSpill(directory, self.split) as spilled:
+            try:
+                parsed = parse_files(
+                    [Path(f) for f in files],
+                    root=root,
+                    show_progress=show_progress,
+                    password=password,
+                    sink=spilled,
+                )
+            except OSError as exc:
+                if disk_full(exc):
+                    raise no_space_error(index_path, exc, directory) from exc
+                raise
+            if not spilled.rows:
+                return parsed
+            order = range(len(files))
+            tmp = new_segment_dir(index_path)
+            try:
+                spilled.write_chunks(tmp / CHUNKS, order)
+                names = [CHUNKS, *write_text_pairs(tmp, spilled.texts(order))]
+                batches = chunk_batches(tmp / CHUNKS, BATCH_ROWS)
+                self._index_segment(tmp, plan, shard, names, batches, spilled.documents, None)
+            except BaseException as exc:  # a failed write leaves nothing behind
+                shutil.rmtree(tmp, ignore_errors=True)
+                if isinstance(exc, OSError) and disk_full(exc):
+                    raise no_space_error(index_path, exc, tmp) from exc
+                raise
+        return parsed
+
+    def _index_segment(
+        self,
+        tmp: Path,
+        plan: _Plan,
+        shard: int,
+        files: list[str],
+        batches: Iterable[Sequence[Chunk]],
+        documents: int,
+        chunks: Sequence[Chunk] | None,
+    ) -> None:
+        """Index the chunk store written in ``tmp`` (its ``files`` so far), read once as
+        ``batches``, and publish it as a segment of ``shard``.
+        ``chunks``: the store's chunks when they are in memory already."""
+        index, settings = self.index, self.index.settings
+        bm25 = settings.new_bm25() if settings.keyword else None
+        texts: list[str] = []
+        headers: list[str] = []
+        sources: dict[str, list[list[int]]] = {}
+        n_rows = 0
+        for batch in batches:  # one pass: BM25 counts, texts to embed, rows by source
+            if bm25 is not None:  # batches give the rows, vocabulary and postings of one add
+                bm25.add([settings.keyword_text(c) for c in batch])
+            if settings.vector:
+                texts += [c.text for c in batch]
+                headers += [settings.vector_header(c) for c in batch] if settings.context else []
+            _add_source_rows(sources, n_rows, batch)
+            n_rows += len(batch)
         bm25_params = None
-        if settings.keyword:
-            bm25 = settings.new_bm25()
-            bm25.add([settings.keyword_text(c) for c in chunks])
-            canonical, _ = combined([bm25], [np.zeros(len(chunks), np.bool_)])
-            canonical.save(tmp / "bm25")
-            files += [f"bm25/{p.name}" for p in sorted((tmp / "bm25").iterdir())]
-            bm25_params = bm25.params
+        if bm25 is not None:
+            files += _save_bm25(tmp, bm25, n_rows)
+            bm25_params, bm25 = bm25.params, None  # its arrays are freed before the next step
         embedder_info = None
         vectors = 0
         if settings.vector:
             vector = WindowedVectorIndex.build(
-                [c.text for c in chunks],
+                texts,
                 self._embed,
                 dim=index.embedder.dim,
                 kind=settings.vector_kind,
                 window=settings.vector_window,
                 overlap=settings.vector_window_overlap,
-                headers=[settings.vector_header(c) for c in chunks] if settings.context else None,
+                headers=headers if settings.context else None,
             )
             model_id = index.embedder.model_id
             files += vector.save(tmp, model_id=model_id, owners_file=OWNERS_FILE)
@@ -578,23 +661,21 @@ class IndexWriter:
             "embedder": embedder_info,
             "vector_owners": OWNERS_FILE if OWNERS_FILE in files else None,
             DOCUMENT_TEXTS: TEXTS_DIR,
-            "counts": {
-                "chunks": len(chunks),
-                "vectors": vectors,
-                "documents": len({c.doc_id for c in chunks}),
-            },
+            "counts": {"chunks": n_rows, "vectors": vectors, "documents": documents},
             "failures": [],
-            "sources": _source_rows(chunks),
+            "sources": sources,
         }
         write_manifest(
             tmp, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, files=files, data=data, sealed=True
         )
         path, digest = publish_segment(tmp)
-        plan.new.append(SegmentEntry(path, shard, digest, len(chunks), canonical=True))
-        # A large segment's chunks are read back from its file when a merge needs them: a
-        # sharded build of ten million rows would otherwise hold every shard's chunks.
-        kept = chunks if len(chunks) <= LAZY_ROWS else ChunkFile(index.path / path / CHUNKS)
-        plan.chunks.append(kept)
+        plan.new.append(SegmentEntry(path, shard, digest, n_rows, canonical=True))
+        # A large segment's chunks, and a spilled one's (never in memory), are read back from
+        # its file when a merge needs them: a sharded build of ten million rows would
+        # otherwise hold every shard's chunks.
+        if chunks is None or n_rows > LAZY_ROWS:
+            chunks = ChunkFile(index.path / path / CHUNKS)
+        plan.chunks.append(chunks)
 
     def _plan(self) -> _Plan:
         """The live version as a starting point. A version of an older layout has its live
@@ -876,16 +957,22 @@ def _chunk_path(chunk: Chunk) -> str:
     return str(chunk.metadata.get("path", chunk.source))
 
 
-def _source_rows(chunks: Sequence[Chunk]) -> dict[str, list[list[int]]]:
-    """Each source file's rows among ``chunks``, as ``[first, count]`` runs."""
-    runs: dict[str, list[list[int]]] = {}
-    for row, chunk in enumerate(chunks):
+def _add_source_rows(runs: dict[str, list[list[int]]], first: int, chunks: Iterable[Chunk]) -> None:
+    """Each source file's rows among ``chunks`` (rows ``first`` on), added to ``runs`` as
+    ``[first, count]`` runs."""
+    for row, chunk in enumerate(chunks, start=first):
         spans = runs.setdefault(_chunk_path(chunk), [])
         if spans and spans[-1][0] + spans[-1][1] == row:
             spans[-1][1] += 1
         else:
             spans.append([row, 1])
-    return runs
+
+
+def _save_bm25(tmp: Path, bm25: BM25Index, n_rows: int) -> list[str]:
+    """Save a new segment's BM25 in its canonical form; the file names, for the manifest."""
+    canonical, _ = combined([bm25], [np.zeros(n_rows, np.bool_)])
+    canonical.save(tmp / "bm25")
+    return [f"bm25/{p.name}" for p in sorted((tmp / "bm25").iterdir())]
 
 
 def _rows_of(runs: object, paths: set[str], n_rows: int) -> Mask | None:

@@ -3,11 +3,16 @@
 
 A crafted file can keep a parser busy for minutes (a PDF whose one big content stream is
 shared by every page, a deeply nested document), so no single file may hold a batch up.
-Two mechanisms enforce one budget:
+The budget covers the whole per-file work: the parse, and what the consumer of a file's
+documents does with them when it takes them as they come (an index build splits them into
+chunks there: :class:`~parsers.loading.DocumentSink`); a file whose split overruns fails
+like one whose parse does, and what it had produced is dropped. Two mechanisms enforce one
+budget:
 
 * in a worker process (:mod:`parsers._pool`), the pool kills the worker once the budget and
   a grace period have passed: that stops even a parser stuck in C code, and the file is
-  reported as a failure, never parsed again in the caller;
+  reported as a failure, never parsed again in the caller (its documents then reach the
+  consumer in the caller, under a budget of the same size there);
 * in the calling process, which cannot be killed, an interval timer (``SIGALRM``) raises
   :class:`BudgetExceeded` in the parser's Python code when the budget is spent. That is
   available on POSIX in the main thread only; elsewhere (Windows, another thread) an
@@ -40,11 +45,25 @@ BUDGET_BYTES_PER_SECOND = 256 * 1024
 size, while a small crafted one that blows up (a bomb) does not earn any."""
 
 
-def file_budget(seconds: float | None, size: int) -> float | None:
-    """The time budget of one file of ``size`` bytes: ``seconds`` (``None``: no limit), plus a
-    second per :data:`BUDGET_BYTES_PER_SECOND`, so the budget scales with the work a genuine
-    file of that size needs (a 39 MB JSON of 10^6 records: 30 s + 149 s)."""
-    return None if seconds is None else seconds + size / BUDGET_BYTES_PER_SECOND
+FLAT_BUDGET_FORMATS = frozenset({"text", "markdown"})
+"""Formats whose budget does not grow with the file: their parse is a linear pass (decode,
+normalise, find headings) at several megabytes a second, so a file of ``max_bytes`` (100
+MiB) fits the flat budget, and a hostile one reaches its named error within it instead of
+after 30 s + 400 s. Every other format scales: records (a Python step per record: the JSON
+of 10^6 records genuinely needs minutes on a busy machine), HTML (trafilatura's pass over a
+9 MB page of paragraphs takes several seconds a megabyte), PDF and Office files (work per
+page, slide, sheet or paragraph: a DOCX of 300,000 headings); a hostile file of those may
+take up to its scaled budget."""
+
+
+def file_budget(seconds: float | None, size: int, parser: str) -> float | None:
+    """The time budget of one file of ``size`` bytes read by ``parser`` (a format's name):
+    ``seconds`` (``None``: no limit), plus a second per :data:`BUDGET_BYTES_PER_SECOND` unless
+    the format is in :data:`FLAT_BUDGET_FORMATS`, so the budget scales with the work a
+    genuine file of that size needs (a 39 MB JSON of 10^6 records: 30 s + 149 s)."""
+    if seconds is None or parser in FLAT_BUDGET_FORMATS:
+        return seconds
+    return seconds + size / BUDGET_BYTES_PER_SECOND
 
 
 MAX_TEXT_CHARS = 20_000_000
@@ -94,8 +113,8 @@ def budget_message(seconds: float) -> str:
     """The failure message of a file that ran out of time."""
     return (
         f"parsing took longer than the time budget of {round(seconds, 1):g} s (time_budget, "
-        f"and a second per {BUDGET_BYTES_PER_SECOND // 1024} KiB of the file) and was "
-        "stopped; raise time_budget if the file is genuine"
+        f"and for most formats a second per {BUDGET_BYTES_PER_SECOND // 1024} KiB of the "
+        "file) and was stopped; raise time_budget if the file is genuine"
     )
 
 

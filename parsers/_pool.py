@@ -24,20 +24,21 @@ as :data:`_Failure` tuples that ``loading.py`` turns into ``FileError``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import multiprocessing
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import as_completed as _as_completed
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pebble import ProcessExpired, ProcessPool
 from pydantic import JsonValue
@@ -88,32 +89,54 @@ def failure(source: str, exc: Exception) -> _Failure:
     return (source, type(exc).__name__, str(exc))
 
 
-def run_parser(
-    spec: ParserSpec, file: Path, source: str, password: str | None, budget: float | None
-) -> list[Document]:
-    """Run one parser under the time budget; every failure becomes a ``ParseError``."""
+def _parsed(spec: ParserSpec, file: Path, source: str, password: str | None) -> Iterator[Document]:
+    """The parser's documents, one at a time, each with the file's ``source``; every failure
+    of the parser becomes a ``ParseError`` (what the consumer of the documents raises is
+    its own and passes through unchanged)."""
     try:
-        documents = []
-        with time_budget(budget):
-            for document in spec.fn(file, source=source, password=password):
-                if not isinstance(document, Document):
-                    name = type(document).__name__
-                    msg = f"parser {spec.name} produced a {name}, not a Document"
-                    raise ParseError(source, msg)
-                documents.append(with_file_metadata(document, source))
-    except BudgetExceeded:
-        raise ParseError(source, budget_message(budget or 0)) from None
-    except MemoryError:
-        raise ParseError(source, memory_message(_MEMORY_LIMIT)) from None
-    except ParseError:
+        for document in spec.fn(file, source=source, password=password):
+            if not isinstance(document, Document):
+                name = type(document).__name__
+                msg = f"parser {spec.name} produced a {name}, not a Document"
+                raise ParseError(source, msg)
+            yield with_file_metadata(document, source)
+    except (ParseError, MemoryError):
         raise
     except RetrievalError as exc:  # e.g. MissingDependencyError: keep its actionable message
         raise ParseError(source, str(exc)) from exc
     except Exception as exc:  # the boundary: no third-party exception escapes load()
         msg = f"the {spec.name} parser failed ({type(exc).__name__}: {exc})"
         raise ParseError(source, msg) from exc
-    logger.debug("%s: %d documents (%s)", source, len(documents), spec.name)
-    return documents
+
+
+def run_parser(
+    spec: ParserSpec,
+    file: Path,
+    source: str,
+    password: str | None,
+    budget: float | None,
+    then: Callable[[Iterator[Document]], None] | None = None,
+) -> list[Document]:
+    """Run one parser under the time budget; every failure becomes a ``ParseError``.
+
+    With ``then``, the documents are not collected: ``then`` consumes them as the parser
+    makes them, inside the same budget (a file of a million records is never a list of a
+    million documents, and what ``then`` does with them, splitting, is bounded with the
+    parse), and the list returned is empty.
+    """
+    try:
+        with time_budget(budget):
+            documents = _parsed(spec, file, source, password)
+            if then is not None:
+                then(documents)
+                return []
+            parsed = list(documents)
+    except BudgetExceeded:
+        raise ParseError(source, budget_message(budget or 0)) from None
+    except MemoryError:
+        raise ParseError(source, memory_message(_MEMORY_LIMIT)) from None
+    logger.debug("%s: %d documents (%s)", source, len(parsed), spec.name)
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -225,19 +248,48 @@ def _merge(task: Task, answers: list[dict[str, Any]]) -> Outcome:
         return failure(task.source, exc)
 
 
-def _attempt(task: Task, budget: float | None) -> Outcome:
+class Delivery(Protocol):
+    """Where the documents of each file go when they are not collected (``load_files``'s
+    ``sink``): :meth:`take` runs inside the file's time budget."""
+
+    def take(self, task: Task, documents: Iterable[Document]) -> None:
+        """Consume the documents of ``task``'s file, in the parser's order."""
+
+    def drop(self, task: Task) -> None:
+        """Forget what :meth:`take` kept of ``task``'s file: it failed part-way."""
+
+
+def _attempt(task: Task, budget: float | None, delivery: Delivery | None) -> Outcome:
+    then = None if delivery is None else functools.partial(delivery.take, task)
     try:
-        seconds = file_budget(budget, task.size)
-        return run_parser(task.spec, task.file, task.source, task.password, seconds)
+        seconds = file_budget(budget, task.size, task.spec.name)
+        return run_parser(task.spec, task.file, task.source, task.password, seconds, then)
     except ParseError as exc:
+        if delivery is not None:
+            delivery.drop(task)
         return failure(task.source, exc)
+
+
+def _deliver(
+    task: Task, documents: list[Document], budget: float | None, delivery: Delivery
+) -> Outcome:
+    """Hand a worker's documents to ``delivery`` under the file's time budget (a second
+    budget: the worker spent its own on the parse, and this runs where the timer works)."""
+    seconds = file_budget(budget, task.size, task.spec.name)
+    try:
+        with time_budget(seconds):
+            delivery.take(task, documents)
+    except BudgetExceeded:
+        delivery.drop(task)
+        return failure(task.source, ParseError(task.source, budget_message(seconds or 0)))
+    return []
 
 
 def _lost(task: Task, exc: BaseException, budget: float | None) -> _Failure:
     """The failure of a file whose worker did not answer: killed at the time budget, or
     dead (a crash, or out of memory). It is never parsed again here: a file that can kill
     a worker would take the caller down with it."""
-    seconds = file_budget(budget, task.size)
+    seconds = file_budget(budget, task.size, task.spec.name)
     return failure(task.source, ParseError(task.source, _lost_message(exc, seconds, None)))
 
 
@@ -314,7 +366,9 @@ def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack, budget: fl
     logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
     futures: Jobs = {}
     for task, shard, shards in jobs:
-        seconds = file_budget(budget, task.size)  # a shard has a share of the work and all
+        seconds = file_budget(
+            budget, task.size, task.spec.name
+        )  # a shard has a share of the work and all
         timeout = None if seconds is None else seconds + _GRACE  # the time: the file's
         args = (str(task.file), task.source, task.spec.name, shard, shards, task.password, seconds)
         futures[pool.schedule(_work, args=args, timeout=timeout)] = (task, shard, shards)
@@ -322,13 +376,18 @@ def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack, budget: fl
 
 
 def execute(
-    tasks: list[Task], jobs: Jobs, results: dict[int, Outcome], budget: float | None
+    tasks: list[Task],
+    jobs: Jobs,
+    results: dict[int, Outcome],
+    budget: float | None,
+    delivery: Delivery | None = None,
 ) -> Iterator[None]:
-    """Parse the files not sent to the pool here, then collect the pool's answers."""
+    """Parse the files not sent to the pool here, then collect the pool's answers; with
+    ``delivery``, each file's documents go there (its outcome is then an empty list)."""
     pooled = {task.index for task, _, _ in jobs.values()}
     for task in tasks:
         if task.index not in pooled:
-            results[task.index] = _attempt(task, budget)
+            results[task.index] = _attempt(task, budget, delivery)
             yield
     answers: dict[int, list[dict[str, Any] | None]] = {}
     for future in _as_completed(jobs):
@@ -349,7 +408,10 @@ def execute(
         slots = answers.setdefault(task.index, [None] * shards)
         slots[shard] = answer
         if all(slot is not None for slot in slots):
-            results[task.index] = _merge(task, [a for a in slots if a is not None])
+            outcome = _merge(task, [a for a in slots if a is not None])
+            if delivery is not None and not isinstance(outcome, tuple):
+                outcome = _deliver(task, outcome, budget, delivery)
+            results[task.index] = outcome
             yield
 
 

@@ -22,7 +22,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
@@ -157,15 +157,27 @@ def documents_without_surrogates(
 ) -> tuple[list[Document], int]:
     """:func:`document_without_surrogates` over a file's documents, with the total, which
     is logged (WARNING, naming ``source``) when not zero."""
-    cleaned: list[Document] = []
+    totals: list[int] = []
+    cleaned = list(iter_without_surrogates(documents, source, keep, totals.append))
+    return cleaned, sum(totals)
+
+
+def iter_without_surrogates(
+    documents: Iterable[Document],
+    source: str,
+    keep: frozenset[str],
+    counted: Callable[[int], None],
+) -> Iterator[Document]:
+    """:func:`documents_without_surrogates` one document at a time (a file's documents
+    streamed, never listed); the total goes to ``counted`` once the last one is read."""
     total = 0
     for document in documents:
         clean, count = document_without_surrogates(document, keep)
-        cleaned.append(clean)
         total += count
+        yield clean
     if total:
         logger.warning("%s: %d lone surrogates (not characters) replaced by U+FFFD", source, total)
-    return cleaned, total
+    counted(total)
 
 
 _ID_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)

@@ -37,7 +37,12 @@ killed at its budget, since its parser may be stuck inside C code (``workers=1``
 everything in the calling process). Under the ``spawn`` start method (a caller with threads)
 a script must call :func:`load_dir` under ``if __name__ == "__main__":`` or pass ``workers=1``.
 Output is in sorted path order whatever the completion order; :mod:`ragtools.parsers._pool`
-holds that machinery.
+holds that machinery. :func:`load_files` can hand each file's documents to a
+:class:`DocumentSink` as they are parsed instead of returning them (an index build splits
+and spills them there): the records parsers yield their documents one at a time, so a
+file of a million records is never a list of a million documents, and the sink's work
+counts against the file's time budget (for a file parsed in a worker, a second budget of
+the same size in the caller, where the timer can stop it).
 """
 
 from __future__ import annotations
@@ -47,9 +52,10 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ragtools.parsers import (  # noqa: F401  (register formats)
     html,
@@ -74,7 +80,11 @@ from ragtools.parsers._pool import (
     submit,
 )
 from ragtools.parsers._progress import progress
-from ragtools.parsers.document import Document, documents_without_surrogates
+from ragtools.parsers.document import (
+    Document,
+    documents_without_surrogates,
+    iter_without_surrogates,
+)
 from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.parsers.file_metadata import file_metadata, source_name, with_file_metadata
 from ragtools.parsers.policy import content_skip, select_documents
@@ -92,6 +102,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MEMORY_LIMIT",
     "DEFAULT_TIME_BUDGET",
+    "DocumentSink",
     "FileError",
     "LoadResult",
     "Plan",
@@ -134,6 +145,52 @@ class LoadResult:
     """``(path, reason)`` of every file or hidden directory not attempted."""
     replaced: int = 0
     """Lone surrogates replaced by U+FFFD in the documents' text and metadata."""
+
+
+class DocumentSink(Protocol):
+    """Takes the documents of a batch file by file as they are parsed, instead of
+    :attr:`LoadResult.documents` (see :func:`load_files`): a file of a million records then
+    never becomes a list of a million documents."""
+
+    def take(self, file: int, documents: Iterable[Document]) -> None:
+        """Consume every document of one file, in order, inside that file's time budget.
+
+        ``file`` is the file's position in the batch; files come in any order (a worker's
+        file when it is done), each file's documents together. An exception other than a
+        budget or parse failure stops the batch.
+        """
+
+    def drop(self, file: int) -> None:
+        """Forget what :meth:`take` kept of ``file``: it failed part-way (over its time
+        budget, or its parser failed after some documents)."""
+
+
+class _Sinking:
+    """The loader's :class:`~parsers._pool.Delivery` into a :class:`DocumentSink`: each
+    document finished as :attr:`LoadResult.documents` holds them, counting surrogates."""
+
+    def __init__(self, sink: DocumentSink) -> None:
+        self.sink = sink
+        self.replaced = 0
+
+    def take(self, task: Task, documents: Iterable[Document]) -> None:
+        self.sink.take(task.index, _finished(task, documents, self.count))
+
+    def drop(self, task: Task) -> None:
+        self.sink.drop(task.index)
+
+    def count(self, replaced: int) -> None:
+        self.replaced += replaced
+
+
+def _finished(
+    task: Task, documents: Iterable[Document], counted: Callable[[int], None]
+) -> Iterator[Document]:
+    """A file's documents as the loader returns them: lone surrogates replaced (counted),
+    its ``source`` relative to the root, and the file's metadata."""
+    name = task.name or task.source
+    for document in iter_without_surrogates(documents, task.source, _FILE_NAMES, counted):
+        yield with_file_metadata(document, name, task.metadata)
 
 
 def _too_large(size: int, max_bytes: int) -> str | None:
@@ -201,8 +258,9 @@ def load(
             (see :mod:`parsers.file_metadata` for ``file_type``, ``mtime`` and ``size``).
         password: for encrypted PDFs.
         time_budget: seconds the parse may take (``None``: no limit), plus one per
-            ``BUDGET_BYTES_PER_SECOND`` of the file, so large valid files get the time their
-            size needs; enforced in the main thread on POSIX (see :mod:`parsers._budget`).
+            ``BUDGET_BYTES_PER_SECOND`` of the file (plain text and Markdown aside:
+            ``FLAT_BUDGET_FORMATS``), so large valid files get the time their size needs;
+            enforced in the main thread on POSIX (see :mod:`parsers._budget`).
         max_bytes: a larger file (by its ``stat`` size: a sparse file's apparent size) is
             refused before it is opened.
 
@@ -295,7 +353,7 @@ def _prepare(
     except OSError as exc:
         msg = f"cannot read the file ({exc.strerror or exc})"
         raise ParseError(source, msg) from exc
-    return source, file, spec, file_budget(time_budget, size)
+    return source, file, spec, file_budget(time_budget, size, spec.name)
 
 
 def _finish(source: str, file: Path, spec: ParserSpec, parsed: list[Document]) -> list[Document]:
@@ -447,8 +505,8 @@ def load_dir(
             ``follow_links``.
         password: for encrypted PDFs.
         time_budget: seconds one file may take to parse (``None``: no limit), plus one
-            per ``BUDGET_BYTES_PER_SECOND`` of it; a file over it is stopped and becomes an
-            entry of ``errors``.
+            per ``BUDGET_BYTES_PER_SECOND`` of it (not for ``FLAT_BUDGET_FORMATS``); a file
+            over it is stopped and becomes an entry of ``errors``.
 
     Returns:
         Documents, per-file errors and skipped files, each in sorted path order.
@@ -487,11 +545,15 @@ def load_files(
     password: str | None = None,
     relative_to: str | os.PathLike[str] | None = None,
     time_budget: float | None = DEFAULT_TIME_BUDGET,
+    sink: DocumentSink | None = None,
 ) -> LoadResult:
     """Parse a list of files as :func:`load_dir` parses a tree (same parallelism and rules).
 
     Used by index builds and updates, which re-parse only the files that changed. Sources
     are relative to ``relative_to`` when given, else the paths as given (as :func:`load`).
+    With ``sink``, each file's documents go to it as they are parsed, and what it does with
+    them counts against the file's time budget (an index build splits them there); the
+    result's ``documents`` is then empty.
     """
     if workers is not None and workers < 1:
         msg = f"workers must be >= 1 or None (automatic), got {workers}"
@@ -509,6 +571,7 @@ def load_files(
         password=password,
         root=root,
         time_budget=time_budget,
+        sink=sink,
     )
 
 
@@ -522,8 +585,10 @@ def _load(
     password: str | None,
     root: Path | None,
     time_budget: float | None,
+    sink: DocumentSink | None = None,
 ) -> LoadResult:
     start = time.perf_counter()
+    delivery = None if sink is None else _Sinking(sink)
     tasks, failed = _plan(files, skipped, max_bytes, password, root)
     results: dict[int, Outcome] = dict(failed)
     size = pool_size(tasks, workers)
@@ -531,25 +596,22 @@ def _load(
         jobs: Jobs = {}
         if size:  # workers start now, before the progress bar's monitor thread would
             jobs = submit(tasks, size, stack, time_budget)
-        steps = execute(tasks, jobs, results, time_budget)
+        steps = execute(tasks, jobs, results, time_budget, delivery)
         for _ in progress(
             steps, total=len(tasks), desc="parsing", show_progress=show_progress, unit="files"
         ):
             pass
     documents: list[Document] = []
     errors: list[FileError] = []
-    replaced = 0
+    totals = [0 if delivery is None else delivery.replaced]
     by_index = {task.index: task for task in tasks}
     for index in sorted(results):
         outcome = results[index]
         if isinstance(outcome, tuple):
             errors.append(FileError(*outcome))
-        else:
-            task = by_index[index]
-            name = task.name or task.source
-            cleaned, count = documents_without_surrogates(outcome, task.source, _FILE_NAMES)
-            replaced += count
-            documents.extend(with_file_metadata(d, name, task.metadata) for d in cleaned)
+        else:  # (empty when a sink took the documents)
+            documents.extend(_finished(by_index[index], outcome, totals.append))
+    replaced = sum(totals)
     skipped.sort()
     logger.info(
         "loaded %d documents from %d files in %.1f s (%d errors, %d skipped)",

@@ -41,7 +41,7 @@ import csv
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +113,7 @@ def _metadata(
     return metadata
 
 
-def _beir_documents(records: Sequence[Record], source: str) -> list[Document]:
-    documents: list[Document] = []
+def _beir_documents(records: Sequence[Record], source: str) -> Iterator[Document]:
     seen: dict[str, int] = {}
     for row, fields in records:
         doc_id = str(fields["_id"])
@@ -132,18 +131,16 @@ def _beir_documents(records: Sequence[Record], source: str) -> list[Document]:
         metadata = _metadata(fields, frozenset({"_id", "title", "text"}), source, row)
         if title:
             metadata["title"] = title
-        documents.append(Document(id=doc_id, text=text, metadata=metadata))
-    return documents
+        yield Document(id=doc_id, text=text, metadata=metadata)
 
 
 def _field_documents(
     records: Sequence[Record], source: str, text_field: str | None
-) -> list[Document]:
+) -> Iterator[Document]:
     field = text_field or _choose_text_field(records, source)
     if text_field is not None and not any(field in fields for _, fields in records):
         msg = f"text field {field!r} is in no record; fields: {sorted(records[0][1])}"
         raise ParseError(source, msg)
-    documents: list[Document] = []
     for row, fields in records:
         value = fields.get(field)
         text = normalize_text(value if isinstance(value, str) else "")
@@ -151,8 +148,7 @@ def _field_documents(
             continue
         metadata = _metadata(fields, frozenset({field}), source, row)
         doc_id = stable_id("doc", source, row, text)
-        documents.append(Document(id=doc_id, text=text, metadata=metadata))
-    return documents
+        yield Document(id=doc_id, text=text, metadata=metadata)
 
 
 def _cell(value: Any) -> str:
@@ -176,11 +172,11 @@ def _title_column(records: Sequence[Record]) -> str | None:
     return columns[0] if columns else None
 
 
-def _row_documents(records: Sequence[Record], source: str) -> list[Document]:
+def _row_documents(records: Sequence[Record], source: str) -> Iterator[Document]:
     """One document per CSV row, every column searchable (see the module docstring)."""
     title_column = _title_column(records)
     names: dict[Any, str] = {}  # each column's name as the text spells it, normalised once
-    documents: list[Document] = []
+    made = 0
     for row, fields in records:
         lines = []
         title = ""
@@ -197,29 +193,34 @@ def _row_documents(records: Sequence[Record], source: str) -> list[Document]:
         metadata = _metadata(fields, frozenset(), source, row)
         if title:
             metadata["title"] = " ".join(title.split())
-        documents.append(
-            Document(id=stable_id("doc", source, row, text), text=text, metadata=metadata)
-        )
-    if len(documents) < len(records):
-        logger.debug("%s: %d empty rows skipped", source, len(records) - len(documents))
-    return documents
+        made += 1
+        yield Document(id=stable_id("doc", source, row, text), text=text, metadata=metadata)
+    if made < len(records):
+        logger.debug("%s: %d empty rows skipped", source, len(records) - made)
 
 
-def _to_documents(records: Sequence[Record], source: str, text_field: str | None) -> list[Document]:
+def _to_documents(
+    records: Sequence[Record], source: str, text_field: str | None
+) -> Iterator[Document]:
+    """The documents of ``records``, one at a time: a file of a million records is never a
+    list of a million documents (the loader's consumer takes them as they come)."""
     if not records:
         logger.warning("%s: no records; no document", source)
-        return []
+        return
     is_beir = text_field is None and all(
         isinstance(fields.get("_id"), (str, int)) and not isinstance(fields["_id"], bool)
         for _, fields in records
     )
-    if is_beir:
-        documents = _beir_documents(records, source)
-    else:
-        documents = _field_documents(records, source, text_field)
-    if len(documents) < len(records):
-        logger.debug("%s: %d records without text skipped", source, len(records) - len(documents))
-    return documents
+    made = 0
+    for document in (
+        _beir_documents(records, source)
+        if is_beir
+        else _field_documents(records, source, text_field)
+    ):
+        made += 1
+        yield document
+    if made < len(records):
+        logger.debug("%s: %d records without text skipped", source, len(records) - made)
 
 
 def _record(item: Any, where: str, source: str, *, lines: bool) -> dict[str, Any]:
@@ -309,7 +310,7 @@ def _read_csv(path: Path, source: str) -> list[Record]:
 @register_parser(
     ".json", ".jsonl", ".ndjson", sniff=_sniff_json, name="json", _priority=40, _builtin=True
 )
-def parse_json(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+def parse_json(path: Path, *, source: str, password: str | None = None) -> Iterator[Document]:
     """Parse JSON or JSON Lines records (BEIR corpora included) into one document each.
 
     Raises:
@@ -319,7 +320,7 @@ def parse_json(path: Path, *, source: str, password: str | None = None) -> list[
 
 
 @register_parser(*_CSV_SUFFIXES, name="csv", _builtin=True)
-def parse_csv(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+def parse_csv(path: Path, *, source: str, password: str | None = None) -> Iterator[Document]:
     """Parse CSV/TSV rows into one document each, every column searchable.
 
     Raises:
@@ -358,8 +359,8 @@ def load_records(
     name = str(path) if source is None else source
     records = _read_file(Path(path), name)
     if text_field is None and Path(path).suffix.lower() in _CSV_SUFFIXES:
-        return _row_documents(records, name)
-    return _to_documents(records, name, text_field)
+        return list(_row_documents(records, name))
+    return list(_to_documents(records, name, text_field))
 
 
 def _check_beir_record(fields: Mapping[str, Any], source: str, row: int) -> None:
@@ -403,7 +404,7 @@ def load_beir_corpus(path: str | Path, *, source: str | None = None) -> list[Doc
     records = _read_file(Path(path), name)
     for row, fields in records:
         _check_beir_record(fields, name, row)
-    documents = _beir_documents(records, name)
+    documents = list(_beir_documents(records, name))
     if len(documents) < len(records):
         logger.debug("%s: %d records without text skipped", name, len(records) - len(documents))
     return documents_without_surrogates(documents, name, frozenset({"source"}))[0]

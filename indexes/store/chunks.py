@@ -7,9 +7,10 @@ patched.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -18,7 +19,14 @@ from pydantic_core import PydanticSerializationError
 from ragtools.indexes.errors import IndexLoadError
 from ragtools.parsers.document import Chunk, json_text
 
-__all__ = ["chunk_of_line", "read_chunks", "write_chunks"]
+__all__ = [
+    "chunk_batches",
+    "chunk_line",
+    "chunk_of_line",
+    "iter_chunks",
+    "read_chunks",
+    "write_chunks",
+]
 
 
 def write_chunks(path: str | Path, chunks: Iterable[Chunk]) -> int:
@@ -26,15 +34,29 @@ def write_chunks(path: str | Path, chunks: Iterable[Chunk]) -> int:
     count = 0
     with open(path, "w", encoding="utf-8") as handle:
         for chunk in chunks:
-            try:
-                handle.write(chunk.model_dump_json())
-            except PydanticSerializationError:  # a source name that is not UTF-8
-                handle.write(json_text(chunk.model_dump(mode="json")))
-            handle.write("\n")
+            handle.write(chunk_line(chunk))
             count += 1
         handle.flush()
         os.fsync(handle.fileno())
     return count
+
+
+def chunk_line(chunk: Chunk) -> str:
+    """One line of a store: ``chunk`` as JSON, then a line break."""
+    try:
+        return chunk.model_dump_json() + "\n"
+    except PydanticSerializationError:  # a source name that is not UTF-8
+        return json_text(chunk.model_dump(mode="json")) + "\n"
+
+
+def chunk_batches(path: str | Path, size: int) -> Iterator[list[Chunk]]:
+    """The chunks of a store this process has just written, ``size`` at a time, in row
+    order: a store of a million rows is read without holding a million chunks. They were
+    validated when they were made, so they are rebuilt without validating them again
+    (``model_construct``, as :func:`~indexes.store.spill.read_spill` does)."""
+    with open(path, encoding="utf-8") as handle:
+        while lines := list(itertools.islice(handle, size)):
+            yield [Chunk.model_construct(**json.loads(line)) for line in lines]
 
 
 def chunk_of_line(line: str) -> Chunk:
@@ -62,17 +84,25 @@ def read_chunks(path: str | Path) -> list[Chunk]:
     Raises:
         IndexLoadError: the file is missing or a line is not a valid chunk (line number given).
     """
-    chunks: list[Chunk] = []
+    return list(iter_chunks(path))
+
+
+def iter_chunks(path: str | Path) -> Iterator[Chunk]:
+    """:func:`read_chunks` one chunk at a time.
+
+    Raises:
+        IndexLoadError: as :func:`read_chunks`.
+    """
     try:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 try:
-                    chunks.append(chunk_of_line(line))
+                    chunk = chunk_of_line(line)
                 except ValidationError as exc:
                     msg = f"line {number} is not a valid chunk ({exc.error_count()} errors)"
                     raise IndexLoadError(path, msg) from exc
+                yield chunk
     except FileNotFoundError as exc:
         raise IndexLoadError(path, "file is missing") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise IndexLoadError(path, f"not readable ({exc})") from exc
-    return chunks

@@ -26,6 +26,7 @@ import json
 import mmap
 import os
 import threading
+from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -40,7 +41,13 @@ from ragtools.indexes.store._persist import (
     write_json,
 )
 
-__all__ = ["TEXTS_DIR", "ChainedTexts", "DocumentTexts", "write_texts"]
+__all__ = [
+    "TEXTS_DIR",
+    "ChainedTexts",
+    "DocumentTexts",
+    "write_text_pairs",
+    "write_texts",
+]
 
 TEXTS_DIR = "documents"
 _IDS, _OFFSETS, _TEXTS = "ids.json", "offsets.npy", "texts.txt"
@@ -175,15 +182,22 @@ def write_texts(directory: Path, doc_ids: Iterable[str], texts: Mapping[str, str
     """Write the text of each of ``doc_ids`` (once) into ``directory``, those ``texts``
     holds; returns the file names written, for the manifest. One text is in memory at a
     time."""
+    wanted = (
+        (doc_id, text)
+        for doc_id in dict.fromkeys(doc_ids)
+        if (text := texts.get(doc_id)) is not None
+    )
+    return write_text_pairs(directory, wanted)
+
+
+def write_text_pairs(directory: Path, pairs: Iterable[tuple[str, str]]) -> list[str]:
+    """:func:`write_texts` from ``(doc_id, text)`` pairs of distinct ids, in order."""
     folder = directory / TEXTS_DIR
     folder.mkdir()
     written: list[str] = []
-    offsets = [0]
+    offsets = array("q", [0])
     with open(folder / _TEXTS, "wb") as handle:
-        for doc_id in dict.fromkeys(doc_ids):
-            text = texts.get(doc_id)
-            if text is None:
-                continue
+        for doc_id, text in pairs:
             data = text.encode("utf-8", "surrogatepass")
             handle.write(data)
             offsets.append(offsets[-1] + len(data))
@@ -191,7 +205,7 @@ def write_texts(directory: Path, doc_ids: Iterable[str], texts: Mapping[str, str
         handle.flush()
         os.fsync(handle.fileno())
     write_json(folder / _IDS, written, indent=None)
-    save_npy(folder / _OFFSETS, np.asarray(offsets, dtype=np.int64))
+    save_npy(folder / _OFFSETS, np.frombuffer(offsets, dtype=np.int64))
     return _names()
 
 

@@ -16,6 +16,7 @@ import pytest
 from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.index import Index, open_version
 from ragtools.indexes.store.segments import shard_of
+from ragtools.indexes.store.spill import ChunkSpill
 from ragtools.indexes.store.versions import current_version, list_versions, switch_version
 from ragtools.indexes.testing import live_segment
 
@@ -184,7 +185,8 @@ def test_a_full_disk_during_a_sharded_update_names_enospc(
         Path(path).write_bytes(b"\x93NUMPY")
         raise OSError("228780 requested and 49120 written")
 
-    monkeypatch.setattr("ragtools.indexes.writer.write_chunks", short_write)
+    # an update writes the chunk store from the spill of the files it parsed
+    monkeypatch.setattr(ChunkSpill, "write_chunks", lambda _, path, files: short_write(path, files))
     with pytest.raises(IndexStateError, match=rf"^{idx}: no space left on device \(ENOSPC\)"):
         Index.open(idx).update()
     monkeypatch.undo()

@@ -173,6 +173,28 @@ def test_an_in_process_parse_past_its_time_budget_is_stopped(tmp_path: Path) -> 
         unregister_parser("test-spin")
 
 
+def test_a_large_plain_text_file_gets_the_flat_budget_not_one_scaled_by_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#38 item 8: budgets grew with the file (a second per 256 KiB), so a hostile 8 MB text
+    file stuck in its parser ran 32 s before its named error. Plain text parses at several
+    megabytes a second, so its budget stays flat: the error comes at ``time_budget``."""
+
+    def spin(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+        while True:
+            sum(range(1000))
+
+    spec = dataclasses.replace(registry.get_parser("text"), fn=spin)
+    monkeypatch.setitem(registry._BY_NAME, "text", spec)
+    monkeypatch.setitem(registry._BY_SUFFIX, ".txt", spec)
+    big = tmp_path / "big.txt"
+    big.write_text("words and more words\n" * 400_000, encoding="utf-8")  # 8.4 MB
+    start = time.perf_counter()
+    with pytest.raises(ParseError, match=r"big\.txt: .*time budget of 0\.3 s"):
+        load(big, time_budget=0.3)
+    assert time.perf_counter() - start < 30  # the issue's bound (it was 0.3 s + 32 s)
+
+
 # ---- decompression bombs in Office packages -----------------------------------------------
 
 

@@ -1,0 +1,68 @@
+"""The spills of a build: :class:`~indexes.store.spill.ChunkSpill`, the chunks of parsed files
+kept on disk in file order, and what counts against a file's time budget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from ragtools.indexes.store.chunks import read_chunks
+from ragtools.indexes.store.spill import ChunkSpill
+from ragtools.parsers import Chunk, Document, split
+from ragtools.parsers.errors import ParseError
+from ragtools.parsers.loading import load_files
+
+
+def _split(documents: Sequence[Document]) -> list[Chunk]:
+    return split(documents, chunk_size=40, chunk_overlap=10)
+
+
+def _failing(documents: list[Document]) -> Iterator[Document]:
+    yield from documents[:-1]
+    raise ParseError("f.json", "a bad record after the others")
+
+
+def test_files_taken_in_any_order_are_written_in_file_order_and_a_dropped_file_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    docs = {n: [Document(text=f"file {n} paragraph {p}. " * 6) for p in range(3)] for n in range(4)}
+    shared = Document(id="same", text="one text stored once, whichever file has it first")
+    docs[1].append(shared)
+    docs[3].append(shared)
+    with ChunkSpill(tmp_path, _split) as spilled:
+        for n in (2, 0, 3):
+            spilled.take(n, docs[n])
+        with pytest.raises(ParseError):
+            spilled.take(1, _failing(docs[1]))  # fails part-way ...
+        spilled.drop(1)  # ... and is forgotten
+        spilled.drop(0)  # a file taken whole is kept
+        spilled.write_chunks(tmp_path / "chunks.out", range(4))
+        texts = dict(spilled.texts(range(4)))
+        kept = [d for n in (0, 2, 3) for d in docs[n]]
+        assert spilled.rows == len(_split(kept))
+        assert spilled.documents == len(kept)
+    assert read_chunks(tmp_path / "chunks.out") == _split(kept)
+    assert texts == {d.id: d.text for d in kept}
+
+
+def test_a_split_that_overruns_the_files_budget_fails_that_file_alone(tmp_path: Path) -> None:
+    """#38 item 8: the split after the parse ran outside the per-file budget. What the sink
+    does with a file's documents (a build splits them there) is inside it now: a text
+    whose split into two-character chunks takes seconds ends in the named budget error,
+    and the other file of the batch is split and kept."""
+    big = tmp_path / "big.txt"
+    big.write_text("ab " * 200_000)
+    small = tmp_path / "small.txt"
+    small.write_text("a small file that is split in time")
+    with ChunkSpill(tmp_path, lambda d: split(d, chunk_size=2, chunk_overlap=0)) as spilled:
+        result = load_files([big, small], time_budget=0.5, sink=spilled, workers=1)
+        (error,) = result.errors
+        assert error.path == str(big) and error.error == "ParseError"
+        assert "longer than the time budget" in error.message
+        assert result.documents == []
+        spilled.write_chunks(tmp_path / "chunks.out", range(2))
+    chunks = read_chunks(tmp_path / "chunks.out")
+    assert {c.metadata["source"] for c in chunks} == {"small.txt"}
+    assert "".join(c.text for c in chunks).replace(" ", "") == "asmallfilethatissplitintime"
