@@ -126,7 +126,7 @@ def same_file(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
 
 
 def fingerprint(
-    path: Path, known: Mapping[str, Any] | None = None, taken_ns: int = 0
+    path: str | Path, known: Mapping[str, Any] | None = None, taken_ns: int = 0
 ) -> dict[str, str | int]:
     """Size and SHA-256 of a file: what decides whether it must be parsed again.
 
@@ -144,7 +144,7 @@ def fingerprint(
     again, cost minutes.
     """
     try:
-        info = path.stat()
+        info = os.stat(path)  # a string will do: an update looks at every file
         kind = special_kind(info.st_mode)
         if kind is not None:
             return {"size": 0, "unreadable": kind}

@@ -390,7 +390,7 @@ class IndexWriter:
         before: dict[str, Any] = manifest.get("fingerprints", {})
         old = before if manifest.get(SOURCE_ROOT) == str(root) else {}
         taken = int(manifest.get("fingerprinted_ns") or 0)
-        prints = {f: fingerprint(Path(f), old.get(f), taken) for f in files}
+        prints = {f: fingerprint(f, old.get(f), taken) for f in files}
         stale = [f for f in files if not same_file(old.get(f), prints[f])]
         retried: set[str] = set()
         if password is not None:  # files that failed before may have wanted it: read them

@@ -520,6 +520,15 @@ def _excluded(patterns: Patterns | None, relative: str, is_dir: bool) -> bool:
     return patterns is not None and patterns.match(relative + "/" if is_dir else relative)
 
 
+def _is_link(path: str) -> bool:
+    """Whether ``path`` is a symbolic link, or cannot be looked at (gone since the folder was
+    listed): one ``lstat``, where a plain file needs nothing else."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return True
+
+
 def _leaves(path: str, root: str) -> bool:
     """True when ``path`` is a symbolic link whose target lies outside ``root`` (resolved)."""
     return os.path.islink(path) and not Path(os.path.realpath(path)).is_relative_to(root)
@@ -591,12 +600,13 @@ def select_files(
         for name in names:
             path, relative, absolute = here / name, _join(at, name), os.path.join(real, name)
             reason = _skip_reason(absolute, relative, False, ignores, exclude)
+            if reason is None and _is_link(absolute):  # a plain file needs no more looks
+                if not os.path.exists(path) and not _unreachable(path):
+                    reason = "broken symbolic link"
+                elif inside is not None and _leaves(absolute, inside):
+                    reason = LEAVES_ROOT
             if reason is not None:
                 skipped.append((str(path), reason))
-            elif not os.path.exists(path) and not _unreachable(path):
-                skipped.append((str(path), "broken symbolic link"))
-            elif inside is not None and _leaves(absolute, inside):
-                skipped.append((str(path), LEAVES_ROOT))
             elif include is None or include.match(relative):
                 files.append((relative, path))
     files.sort(key=lambda item: item[0])
