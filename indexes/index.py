@@ -834,14 +834,14 @@ def open_version(
 
 
 LAZY_ROWS = 200_000
+"""A segment of more rows keeps its chunks in its mapped file, parsed when read
+(:class:`~indexes.store._chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
 
 COMBINE_POSTINGS = 20_000_000
 """Postings (about 8 bytes each on disk, some 40 to 50 in memory while merging) up to which
 a version's segments are merged into one index for its keyword searches; above, each
 segment is scored per query (:class:`KeywordHalf`): merging ten million rows would hold
 every posting in memory at once, several times the 8 GB such an index is served in."""
-"""A segment of more rows keeps its chunks in its mapped file, parsed when read
-(:class:`~indexes.store._chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
 
 
 def version_entries(root: Path, directory: Path) -> tuple[dict[str, Any], list[SegmentEntry]]:
