@@ -44,7 +44,6 @@ from ragtools.indexes.keyword.collection import (
     GlobalStats,
     SegmentScorer,
     combined,
-    segment_counts,
 )
 from ragtools.indexes.ranking import Mask, Ranking, Rows, allow_mask, check_k
 from ragtools.indexes.settings import IndexSettings
@@ -243,8 +242,8 @@ class KeywordHalf:
                 if self._collection is None:
                     _, _, deleted, stats, _ = self._args
                     if stats is None:
-                        counts = [segment_counts(b, deleted[i]) for i, b in self.held]
-                        stats = GlobalStats.merge(counts)
+                        numbers, segments = zip(*self.held, strict=True)
+                        stats = GlobalStats.of_segments(segments, [deleted[i] for i in numbers])
                     self._collection = Collection(stats, self.template)
         return self._collection
 

@@ -117,6 +117,14 @@ class GlobalStats:
         df_sorted = np.fromiter((totals[t] for t in terms), np.int64, len(terms))
         return cls(n_live, total_len, terms, df_sorted)
 
+    @classmethod
+    def of_segments(
+        cls, indexes: Sequence[BM25Index], deleted: Sequence[npt.NDArray[np.bool_]]
+    ) -> GlobalStats:
+        """The statistics of the segments' live rows (``deleted``: the version's deletions
+        in each): each one's :func:`segment_counts`, merged."""
+        return cls.merge([segment_counts(i, d) for i, d in zip(indexes, deleted, strict=True)])
+
     def document_frequencies(self, terms: Sequence[str]) -> Ints:
         """The document frequency of each of ``terms`` (0 for a term no live row has)."""
         out = np.zeros(len(terms), np.int64)
@@ -224,6 +232,7 @@ class SegmentScorer:
         self._local = corpus.vocab
         self._doc_len = corpus.doc_len
         self._dead = np.asarray(corpus.deleted, dtype=np.bool_) | deleted
+        self._live = ~self._dead  # read by every query: made once
         self._collection = collection
         params = collection.weight_params
         avgdl = collection.stats.total_len / collection.stats.n_live
@@ -258,11 +267,11 @@ class SegmentScorer:
             local = get(terms[term])
             locals_.append(-1 if local is None else local)
             spans.append((0, 0) if local is None else (int(bounds[local]), int(bounds[local + 1])))
-        mask = ~self._dead if allow is None else allow & ~self._dead
+        mask = self._live if allow is None else allow & self._live
         idf = collection.idf[ids]
         if collection.positive and bool((idf > 0).all()):  # bounds on sums need weights > 0
             for tight in (False, True):
-                found = self._pruned(ids, counts, locals_, spans, k, mask, tight=tight)
+                found = self._pruned(ids, idf, counts, locals_, spans, k, mask, tight=tight)
                 if found is not None:
                     return found
         return self._exhaustive(ids, counts, spans, k, mask)
@@ -301,6 +310,7 @@ class SegmentScorer:
     def _pruned(
         self,
         ids: list[int],
+        idf: npt.NDArray[np.float64],
         counts: Sequence[float],
         locals_: list[int],
         spans: list[tuple[int, int]],
@@ -311,8 +321,7 @@ class SegmentScorer:
     ) -> Ranking | None:
         """MaxScore with the loose or tight term bounds (see the class docstring and
         :meth:`_saturated`), or ``None`` when it cannot prove its result within
-        :data:`PRUNE_SHARE` of the query's postings."""
-        idf = self._collection.idf[ids]
+        :data:`PRUNE_SHARE` of the query's postings. ``idf``: the query terms' (of ``ids``)."""
         sizes = [end - start for start, end in spans]
         budget = sum(sizes) // PRUNE_SHARE
         term_bounds = np.array(
@@ -351,7 +360,7 @@ class SegmentScorer:
         if n_essential > j + 1 or len(rows) < k:
             rows = rows_of(order[:n_essential])
             scores = self._exact(rows, ids, counts, spans)
-        scores += plus_constant(plus, self._collection.idf[ids].tolist(), counts)
+        scores += plus_constant(plus, idf.tolist(), counts)
         return Ranking.top(scores, k, rows)
 
     def _saturated(self, local: int, tight: bool) -> float:
@@ -444,9 +453,7 @@ def combined(
     """
     template = indexes[0]
     if stats is None:
-        stats = GlobalStats.merge(
-            [segment_counts(i, d) for i, d in zip(indexes, deleted, strict=True)]
-        )
+        stats = GlobalStats.of_segments(indexes, deleted)
     terms_parts, rows_parts, tf_parts, lengths = [], [], [], []
     offset = 0
     for index, mask in zip(indexes, deleted, strict=True):
