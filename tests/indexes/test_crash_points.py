@@ -29,11 +29,9 @@ SETTINGS = {"chunk_size": 80, "chunk_overlap": 0}
 WRITER = """
 import sys
 import ragtools.indexes.writer  # imported before "ready": the kills land in saves
-from ragtools.indexes.index import Index, open_version
-from ragtools.indexes.store.versions import current_version, list_versions
-from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
-idx, sources = sys.argv[1], sys.argv[2:]
+from ragtools.indexes.index import Index
 print("ready", flush=True)
+idx, *sources = sys.stdin.readline().split()
 for i in range(10**6):
     src = sources[i % len(sources)]
     if i % 3 == 0:
@@ -41,6 +39,36 @@ for i in range(10**6):
     else:
         Index.open(idx).update([src])
 """
+
+AHEAD = 3
+"""Writers started ahead of their trial: a start is mostly waiting on imports, so several
+overlap, and each trial's kill comes as soon as its random delay is over."""
+
+
+def _spawn(script: str) -> subprocess.Popen[str]:
+    """A writer that imports, prints ``ready`` and waits for its arguments on stdin."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def _start(
+    ready: collections.deque[subprocess.Popen[str]], script: str, line: str
+) -> subprocess.Popen[str]:
+    """Hand ``line`` to the oldest ready writer, and start another in its place."""
+    proc = ready.popleft()
+    ready.append(_spawn(script))  # imports while this one works
+    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+    return proc
 
 
 def _corpus(root: Path, name: str, files: int) -> Path:
@@ -58,26 +86,31 @@ def _texts(index: Index) -> frozenset[str]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_two_hundred_kills_leave_a_complete_version(tmp_path: Path) -> None:
-    sources = [_corpus(tmp_path, name, n) for name, n in (("apple", 3), ("banana", 5))]
+def test_two_hundred_kills_leave_a_complete_version(
+    fast_dir: Path,  # noqa: F811 - the fixture imported above
+) -> None:
+    sources = [_corpus(fast_dir, name, n) for name, n in (("apple", 3), ("banana", 5))]
     states = {
-        _texts(Index.build([s], tmp_path / f"ref-{s.name}", vector=False, **SETTINGS))
+        _texts(Index.build([s], fast_dir / f"ref-{s.name}", vector=False, **SETTINGS))
         for s in sources
     }
-    idx = tmp_path / "idx"
+    idx = fast_dir / "idx"
     Index.build([sources[0]], idx, vector=False, **SETTINGS)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rng = random.Random(23)
-    args = [sys.executable, "-c", WRITER, str(idx), *map(str, sources)]
-    for _ in range(TRIALS):
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-        time.sleep(rng.uniform(0.0, 0.6))  # somewhere in the first saves
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        index = Index.open(idx)
-        assert _texts(index) in states
-        assert index.bm25 is not None and len(index.bm25) == len(index.chunks)
+    ready = collections.deque(_spawn(WRITER) for _ in range(AHEAD))
+    try:
+        for _ in range(TRIALS):
+            proc = _start(ready, WRITER, " ".join(map(str, [idx, *sources])))
+            time.sleep(rng.uniform(0.0, 0.6))  # somewhere in the first saves
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            index = Index.open(idx)
+            assert _texts(index) in states
+            assert index.bm25 is not None and len(index.bm25) == len(index.chunks)
+    finally:
+        for proc in ready:
+            proc.kill()
+            proc.wait()
     Index.open(idx).update([sources[1]])  # the next successful save
     assert [p.name for p in (idx / "versions").iterdir() if p.name.startswith(".")] == []
     assert [p.name for p in idx.iterdir() if p.name.endswith(".tmp")] == []
@@ -86,9 +119,6 @@ def test_two_hundred_kills_leave_a_complete_version(tmp_path: Path) -> None:
 # ---- the version store under SIGKILL: build, update, rollback; 1 and 3 shards ---------------
 
 STORE_TRIALS = int(os.environ.get("RAGTOOLS_STORE_TRIALS", "200"))
-AHEAD = 3
-"""Writers started ahead of their trial: a start is mostly waiting on imports, so several
-overlap, and each trial's kill comes as soon as its random delay is over."""
 OPTIONS = {"vector": False, **SETTINGS}
 
 STORE_WRITER = """
@@ -110,18 +140,6 @@ while True:
         name = rng.choice(list_versions(idx)).name
         switch_version(idx, name, check=lambda d: open_version(idx, d))
 """
-
-
-def _spawn_store_writer() -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-c", STORE_WRITER],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
 
 
 def _debris(idx: Path) -> list[Path]:
@@ -158,17 +176,13 @@ def test_sigkill_across_build_update_and_rollback_leaves_an_openable_index(
         indexes[shards] = fast_dir / f"idx-{shards}"
         Index.build([sources[0]], indexes[shards], **sharding, **OPTIONS)
     rng = random.Random(2026)
-    ready = collections.deque(_spawn_store_writer() for _ in range(AHEAD))
+    ready = collections.deque(_spawn(STORE_WRITER) for _ in range(AHEAD))
     try:
         for trial in range(STORE_TRIALS):
             shards = 1 if trial % 2 else 3
             idx = indexes[shards]
-            proc = ready.popleft()
-            ready.append(_spawn_store_writer())  # imports while this one works
-            assert proc.stdin is not None and proc.stdout is not None
-            assert proc.stdout.readline() == "ready\n"
-            proc.stdin.write(f"{idx} {trial} {shards} {' '.join(map(str, sources))}\n")
-            proc.stdin.flush()
+            line = f"{idx} {trial} {shards} {' '.join(map(str, sources))}"
+            proc = _start(ready, STORE_WRITER, line)
             time.sleep(rng.uniform(0.0, 0.5))
             proc.kill()
             proc.wait()
