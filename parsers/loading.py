@@ -172,12 +172,20 @@ class _Sinking:
     def __init__(self, sink: DocumentSink) -> None:
         self.sink = sink
         self.replaced = 0
+        self.delivered: dict[int, int] = {}
+        """Documents each file handed to the sink (for the loader's log line)."""
 
     def take(self, task: Task, documents: Iterable[Document]) -> None:
-        self.sink.take(task.index, _finished(task, documents, self.count))
+        self.sink.take(task.index, self._counted(task, _finished(task, documents, self.count)))
 
     def drop(self, task: Task) -> None:
+        self.delivered.pop(task.index, None)
         self.sink.drop(task.index)
+
+    def _counted(self, task: Task, documents: Iterator[Document]) -> Iterator[Document]:
+        for document in documents:
+            self.delivered[task.index] = self.delivered.get(task.index, 0) + 1
+            yield document
 
     def count(self, replaced: int) -> None:
         self.replaced += replaced
@@ -615,7 +623,7 @@ def _load(
     skipped.sort()
     logger.info(
         "loaded %d documents from %d files in %.1f s (%d errors, %d skipped)",
-        len(documents),
+        len(documents) if delivery is None else sum(delivery.delivered.values()),
         len(files),
         time.perf_counter() - start,
         len(errors),

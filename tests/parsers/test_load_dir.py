@@ -356,3 +356,33 @@ def test_walk_errors_are_failures_naming_the_path(
     assert len(too_long) == 1 and Path(too_long[0]) in [deep, *deep.parents]
     assert "File name too long" in errors[too_long[0]]
     assert all(e.error == "ParseError" for e in result.errors)
+
+
+def test_a_sink_gets_each_files_documents_and_the_log_counts_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With a sink, ``LoadResult.documents`` stays empty; the loader's log line still counts
+    the documents the sink took (it read "loaded 0 documents" for every index build)."""
+    from ragtools.parsers.loading import load_files
+
+    class Keeper:
+        def __init__(self) -> None:
+            self.kept: dict[int, list[str]] = {}
+
+        def take(self, file: int, documents: Any) -> None:
+            self.kept[file] = [document.text for document in documents]
+
+        def drop(self, file: int) -> None:
+            self.kept.pop(file, None)
+
+    files = []
+    for name, text in (("a.md", "# One\n\nfirst words"), ("b.txt", "second words")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        files.append(tmp_path / name)
+    keeper = Keeper()
+    with caplog.at_level(logging.INFO, logger="ragtools.parsers.loading"):
+        result = load_files(files, workers=1, sink=keeper)
+    assert result.documents == [] and result.errors == []
+    assert sorted(keeper.kept) == [0, 1]
+    assert keeper.kept[1] == ["second words"]
+    assert "loaded 2 documents from 2 files" in caplog.text
