@@ -213,9 +213,15 @@ def test_the_wheel_with_the_core_only_runs_the_readme_quickstart(tmp_path: Path)
     import os
     import shutil
 
+    # Built from a copy of the sources: setuptools reuses a checkout's build/ folder and
+    # copies only files newer than what it holds there, so a stale build/ would be shipped.
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT, source, ignore=shutil.ignore_patterns(".*", "build", "*.egg-info", "__pycache__")
+    )
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(ROOT)],
+         "-w", str(tmp_path / "dist"), str(source)],
         check=True, capture_output=True,
     )  # fmt: skip
     (wheel,) = (tmp_path / "dist").glob("ragtools-*.whl")
