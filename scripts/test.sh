@@ -11,4 +11,7 @@ echo "==> ruff" >&2
 echo "==> mypy" >&2
 .venv/bin/mypy
 echo "==> pytest" >&2
-.venv/bin/python -m pytest "$@"
+# Two workers (pytest-xdist; RAGTOOLS_TEST_WORKERS=0 runs in this process), each taking whole
+# files, so a file's module fixtures (a built index, a clean clone) are made once.
+workers="${RAGTOOLS_TEST_WORKERS:-2}"
+.venv/bin/python -m pytest -n "$workers" --dist loadfile "$@"

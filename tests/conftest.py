@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,9 +35,14 @@ def scifact_dir() -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Exported ONNX models go to one folder per test session (``RAGTOOLS_CACHE_DIR``, which
-    subprocesses inherit), never to the user's cache."""
+    subprocesses inherit), never to the user's cache. pytest-xdist's workers share the run's
+    folder, so the model is exported once per run (exporters of one key wait on its lock)."""
     with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("ragtools-cache")
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            path = tmp_path_factory.getbasetemp().parent / "ragtools-cache"
+            path.mkdir(exist_ok=True)
+        else:
+            path = tmp_path_factory.mktemp("ragtools-cache")
         mp.setenv("RAGTOOLS_CACHE_DIR", str(path))
         yield path
 
@@ -105,3 +111,22 @@ def wait_until(condition: Callable[[], bool], seconds: float = 20.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def _utf8(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under pytest-xdist, reports travel to the controller as UTF-8 (execnet), and a file
+    name that is not UTF-8 (kept as lone surrogates, as the hostile-name tests make) in a
+    captured log or a failure would stop the run with an internal error: such text is
+    escaped (``\\udce9``) in the report, as ``sys.stderr`` would print it."""
+    outcome = yield
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    report = outcome.get_result()
+    report.sections = [(title, _utf8(text)) for title, text in report.sections]
+    if report.longrepr is not None and _utf8(text := str(report.longrepr)) != text:
+        report.longrepr = _utf8(text)
