@@ -326,6 +326,35 @@ def test_a_folder_of_hostile_files_returns_every_good_document(
 # ---- HTML however wide or deep ----------------------------------------------------------------
 
 
+def test_an_element_with_too_many_attributes_is_refused_before_parsing(tmp_path: Path) -> None:
+    """#38 item 8: an HTML of 500,000 attributes ran past 60 s inside lxml (its time grows
+    faster than the square of an element's attributes). A linear scan refuses it by name,
+    in a fraction of the budget, and the rest of the batch is kept."""
+    from ragtools.parsers.html import MAX_ATTRIBUTES
+
+    bomb = tmp_path / "attributes.html"
+    attributes = " ".join(f'a{n}="v"' for n in range(500_000))
+    bomb.write_text(f"<html><body>\n<div {attributes}>the text</div></body></html>")
+    _good(tmp_path)
+    start = time.perf_counter()
+    with pytest.raises(ParseError, match=r"attributes\.html: line 2: an element has 500000 attr"):
+        load(bomb)
+    result = load_dir(tmp_path)
+    assert time.perf_counter() - start < 30  # the issue's bound
+    assert sorted(Path(d.source).name for d in result.documents) == ["bees.txt", "tides.md"]
+    assert [Path(e.path).name for e in result.errors] == ["attributes.html"]
+    assert f"more than {MAX_ATTRIBUTES} (parsers.html.MAX_ATTRIBUTES)" in result.errors[0].message
+    # at the bound it parses: quoted values with spaces and "=" count as one attribute each,
+    # and bare attributes count too
+    many = " ".join(f'a{n}="x = y z"' for n in range(MAX_ATTRIBUTES - 2))
+    page = tmp_path / "many.html"
+    page.write_text(f"<html><body><p {many} hidden b=1>kept text</p></body></html>")
+    assert load(page)[0].text == "kept text"
+    page.write_text(f"<html><body><p {many} hidden b=1 c>kept text</p></body></html>")
+    with pytest.raises(ParseError, match=f"has {MAX_ATTRIBUTES + 1} attributes"):
+        load(page)
+
+
 def test_html_text_is_collected_without_per_node_scans(monkeypatch: pytest.MonkeyPatch) -> None:
     """Linear however wide or deep: no sibling scan (``Tag.index``) or subtree walk
     (``_last_descendant``) per node, the quadratic steps of inserting separators."""
