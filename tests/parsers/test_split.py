@@ -196,6 +196,29 @@ def test_heading_paths_read_once_equal_the_definition_in_any_order(
         assert paths.at(offset) == _reference_heading_path(outline, offset)
 
 
+def test_a_documents_outline_is_read_once_not_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtools.parsers import outline as outline_module
+
+    reads = []
+    entries = outline_module._entries
+
+    def counted(outline: object) -> list[tuple[int, int, str]]:
+        reads.append(1)
+        return entries(outline)
+
+    monkeypatch.setattr(outline_module, "_entries", counted)
+    text = "\n\n".join(f"Part {n}\n\nbody of part {n}" for n in range(1000))
+    at = [n for n in range(len(text)) if text.startswith("Part ", n)]
+    document = Document(
+        text=text, metadata={"outline": [[a, 1, text[a : text.index("\n", a)]] for a in at]}
+    )
+    chunks = split([document], chunk_size=100, chunk_overlap=0)
+    assert len(chunks) > 100
+    assert len(reads) == 2  # the sections, and the heading paths: not once per chunk
+    assert chunks[-1].metadata["headings"] == ["Part 999"]
+
+
+@pytest.mark.stress
 def test_a_document_of_300000_headings_splits_in_one_pass() -> None:
     """#38 item 8: a DOCX of 300,000 headings ran out of its time budget in the split, which
     read the whole outline for each chunk. The outline is now read once per document."""
