@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' builders of crafted files
@@ -63,8 +64,9 @@ with ThreadPoolExecutor(1) as pool:  # an application's thread, as an agent serv
     message = pool.submit(node.invoke, [call]).result()[0]
 time.sleep(1.0)  # a parse that outlived the answer would still be running now
 left = len(multiprocessing.active_children())
-content = str(message.content)
-print(f"{message.status}: {content[content.find(':') + 1 :].strip()} ({left} workers left)")
+content = " ".join(str(message.content)[:400].split())  # (never the whole text: memory)
+text = content[content.find(":") + 1 :].strip() if message.status == "error" else content
+print(f"{message.status} ({left} workers left, {len(message.content)} characters): {text}")
 """
 
 
@@ -100,14 +102,19 @@ def html_attributes(folder: Path) -> list[str]:
     return _build(src, folder)
 
 
-def _line(path: Path, size: int) -> Path:
-    word = b"lorem ipsum dolor sit amet "
+def _repeated(path: Path, unit: bytes, size: int, end: bytes = b"") -> Path:
+    """A file of ``unit`` repeated to about ``size`` bytes (a megabyte at a time), then ``end``."""
+    block = unit * (MB // len(unit))
     with path.open("wb") as out:
-        block = word * (MB // len(word))
         for _ in range(size // len(block)):
             out.write(block)
-        out.write(word[: size % len(block) % len(word)] + b"\n")
+        out.write(end)
     return path
+
+
+def _line(path: Path, size: int) -> Path:
+    """One line of ``size`` bytes or so."""
+    return _repeated(path, b"lorem ipsum dolor sit amet ", size, b"\n")
 
 
 def line_200mb_build(folder: Path) -> list[str]:
@@ -145,12 +152,8 @@ def xlsx_every_cell_tool(folder: Path) -> list[str]:
 
 
 def _text(path: Path, size: int) -> Path:
-    line = b"lorem ipsum dolor sit amet, consectetur adipiscing elit\n"
-    with path.open("wb") as out:
-        block = line * (MB // len(line))
-        for _ in range(size // len(block)):
-            out.write(block)
-    return path
+    """Lines of prose, ``size`` bytes or so."""
+    return _repeated(path, b"lorem ipsum dolor sit amet, consectetur adipiscing elit\n", size)
 
 
 def text_200mb_tool(folder: Path) -> list[str]:
@@ -274,6 +277,13 @@ def _outcome(returncode: int, stdout: str, stderr: str) -> str:
     return f"exit {returncode}: " + (err[-1] if err else out[-1] if out else "")[:300]
 
 
+def _tail(output: IO[bytes]) -> str:
+    """The last 64 KiB a child wrote: reading more would grow this process, and every child
+    started after it would inherit that peak (see :func:`_make`)."""
+    output.seek(max(0, output.seek(0, os.SEEK_END) - 65536))
+    return output.read().decode(errors="replace")
+
+
 def run(command: list[str], timeout: float) -> tuple[float, int, str]:
     """Run ``command`` in a process group of its own; seconds, peak MiB, outcome."""
     start = time.perf_counter()
@@ -290,10 +300,7 @@ def run(command: list[str], timeout: float) -> tuple[float, int, str]:
                 break
             time.sleep(0.05)
         seconds = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode(errors="replace")
-        stderr = err.read().decode(errors="replace")
+        stdout, stderr = _tail(out), _tail(err)
     code = os.waitstatus_to_exitcode(status)
     if seconds > timeout:
         outcome = f"killed by the bench at {timeout:g} s"
