@@ -12,6 +12,13 @@ block elements, a line break after list items, table rows and ``<br>``; ``script
 ``style``, ``noscript``, ``template``, ``svg``, ``nav``, ``header``, ``footer``, comments and
 texinfo navigation lines dropped.
 
+An element with more than :data:`MAX_ATTRIBUTES` attributes is a ``ParseError`` naming the
+bound, found by one linear scan of the tags before any parser runs: lxml (under trafilatura)
+checks each attribute against the element's others, so its time grows with the square of
+their number and more (20,000 attributes took 3 s, 40,000 took 30 s, and the 500,000 of a
+crafted 6 MB page would take hours, inside C code no timer reaches). No real page comes
+near the bound; a browser has none, but a browser does not run lxml.
+
 Encoding: a BOM, else a ``<meta charset>`` (or ``http-equiv`` content type) declaration in
 the first bytes, else the same detection as plain text (:func:`parsers.text.decode_bytes`).
 """
@@ -34,7 +41,7 @@ from ragtools.parsers.outline import OUTLINE_KEY, join_blocks
 from ragtools.parsers.registry import is_html, register_parser
 from ragtools.parsers.text import decode_bytes
 
-__all__ = ["DROPPED_TAGS", "html_to_text", "parse_html"]
+__all__ = ["DROPPED_TAGS", "MAX_ATTRIBUTES", "html_to_text", "parse_html"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +55,12 @@ _BLOCK_TAGS = frozenset({
 })
 # fmt: on
 _LINE_TAGS = frozenset(["br", "caption", "dd", "dt", "figcaption", "li", "tr"])
+MAX_ATTRIBUTES = 1000
+"""Attributes one element may have (see the module docstring); real pages stay under 100."""
+# A start tag's name and the rest up to its end (or the next "<"), then its attributes as
+# html.parser tokenises them: each match consumes what it counts, so a scan is linear.
+_START_TAG = re.compile(r"<[A-Za-z][^\s/>]*([^<>]*)")
+_ATTRIBUTE = re.compile(r"""[^\s"'>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*))?""")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 
 
@@ -71,6 +84,23 @@ def _decode_html(data: bytes, source: str) -> str:
                 declared = "cp1252"
             return data.decode(declared, errors="replace")
     return decode_bytes(data, source)
+
+
+def _check_attributes(markup: str, source: str) -> None:
+    """Raises: ParseError: an element has more than :data:`MAX_ATTRIBUTES` attributes."""
+    for tag in _START_TAG.finditer(markup):
+        body = tag.group(1)
+        if body.count("=") + len(body.split()) <= MAX_ATTRIBUTES:
+            continue  # a bound on the count, cheap: every tag of a real page stops here
+        count = sum(1 for _ in _ATTRIBUTE.finditer(body))
+        if count > MAX_ATTRIBUTES:
+            line = markup.count("\n", 0, tag.start()) + 1
+            msg = (
+                f"line {line}: an element has {count} attributes, more than "
+                f"{MAX_ATTRIBUTES} (parsers.html.MAX_ATTRIBUTES), which no real page has and "
+                "which would take the HTML parser hours; remove the attributes"
+            )
+            raise ParseError(source, msg)
 
 
 def html_to_text(markup: str) -> tuple[str, str | None, list[JsonValue]]:
@@ -140,6 +170,7 @@ def parse_html(path: Path, *, source: str, password: str | None = None) -> list[
     if "\x00" in markup:
         msg = "binary content (NUL characters), not HTML"
         raise ParseError(source, msg)
+    _check_attributes(markup, source)
     text, title, outline = html_to_text(markup)
     if not text:
         logger.warning("%s: no visible text in the HTML; no document", source)

@@ -16,6 +16,14 @@ works without them and a user who feeds an Office file gets an error naming
   and citations work as for PDF); ``title`` is the slide's title, else the deck's.
 * XLSX: one document per sheet with values: cached formula results (``data_only``), rows
   one per line, cells joined by `` | ``, empty rows dropped; ``sheet`` is the sheet name.
+  The range a sheet declares (its ``<dimension>``) is not trusted: openpyxl's read-only
+  mode pads every row to the declared width and yields every declared row, so a 1.5 KB
+  file declaring ``A1:XFD1048576`` meant 17 billion empty cells (past 120 s). Its
+  ``reset_dimensions()`` reads the rows the sheet holds, each as wide as its last cell,
+  which is also right for a file whose declared range is too small. What a sheet can
+  still imply (a row numbered past Excel's 1,048,576, or rows of one far cell each) is
+  bounded: :data:`MAX_ROWS` rows per sheet and :data:`MAX_CELLS` cells per workbook, empty
+  ones included, each a ``ParseError`` naming the limit.
 
 Decompression bombs: ``max_bytes`` sees only the compressed size, and a 1 MB package can
 inflate to gigabytes of XML, or an XLSX can repeat one shared string in a million cells.
@@ -56,6 +64,12 @@ _OFFICE_PRIORITY = 20  # sniffed after PDF (10), before HTML, JSON and text
 MAX_UNZIPPED_BYTES = 512 * 1024 * 1024
 """Declared uncompressed size of all members (images and media included: python-docx and
 python-pptx read every part into memory)."""
+MAX_ROWS = 1_048_576
+"""Rows of one sheet: Excel's own limit (a row numbered past it is not a real sheet's)."""
+MAX_CELLS = 100_000_000
+"""Cells of one workbook, counting the empty ones before each row's last cell (what a reader
+makes of a row): a million rows of a hundred columns; a real sheet that large would pass
+:data:`parsers._budget.MAX_TEXT_CHARS` first."""
 MAX_XML_BYTES = 32 * 1024 * 1024
 """Declared uncompressed size of the XML members of a DOCX or PPTX, which become whole trees
 of about 18 times their size in memory when the XML is tiny elements (120 MB of one-word
@@ -231,6 +245,37 @@ def parse_pptx(path: Path, *, source: str, password: str | None = None) -> list[
     return documents
 
 
+class _CellCount:
+    """The cells read so far from one workbook (:data:`MAX_CELLS`)."""
+
+    def __init__(self) -> None:
+        self.cells = 0
+
+
+def _sheet_rows(sheet: Any, source: str, read: _CellCount) -> Iterator[tuple[Any, ...]]:
+    """The rows of a read-only sheet that hold cells, as the sheet holds them (its declared
+    range ignored; see the module docstring).
+
+    Raises:
+        ParseError: past :data:`MAX_ROWS` rows or :data:`MAX_CELLS` cells.
+    """
+    if hasattr(sheet, "reset_dimensions"):  # read-only sheets; the others hold their cells
+        sheet.reset_dimensions()
+    for rows, row in enumerate(sheet.iter_rows(values_only=True), start=1):
+        read.cells += len(row)
+        if rows > MAX_ROWS or read.cells > MAX_CELLS:
+            what = (
+                f"has more than {MAX_ROWS} rows (parsers.office.MAX_ROWS, Excel's limit)"
+                if rows > MAX_ROWS
+                else f"takes the workbook past {MAX_CELLS} cells (parsers.office.MAX_CELLS, "
+                "empty cells before a row's last one included)"
+            )
+            msg = f"sheet {sheet.title!r} {what}; not a workbook a reader can take whole"
+            raise ParseError(source, msg)
+        if row:
+            yield row
+
+
 @register_parser(
     ".xlsx",
     ".xlsm",
@@ -255,10 +300,11 @@ def parse_xlsx(path: Path, *, source: str, password: str | None = None) -> list[
         book_title = normalize_text(workbook.properties.title or "")
         documents: list[Document] = []
         limit = TextLimit(source)
+        read = _CellCount()
         for index, sheet in enumerate(workbook.worksheets, start=1):
             lines = []
-            for row in sheet.iter_rows(values_only=True):
-                values = ["" if v is None else str(v) for v in row]
+            for row in _sheet_rows(sheet, source, read):
+                values = [str(v) for v in row if v is not None]
                 limit.count(sum(map(len, values)))  # before joining: cells may repeat one string
                 line = _row_text(values)
                 if line:

@@ -184,11 +184,37 @@ def section_bounds(text: str, outline: object) -> list[tuple[int, int]]:
 
 def heading_path(outline: object, offset: int) -> list[str]:
     """Titles of the headings in effect at ``offset``, top level first."""
-    stack: list[tuple[int, str]] = []
-    for start, level, title in _entries(outline):
-        if start > offset:
-            break
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, title))
-    return [title for _, title in stack]
+    return HeadingPaths(outline).at(offset)
+
+
+class HeadingPaths:
+    """:func:`heading_path` for many offsets of one document, the outline read once.
+
+    Offsets asked in increasing order (a document's chunks) cost one pass over the outline
+    in all: a call per chunk that read the whole outline made a document of 300,000
+    headings quadratic (past its time budget). A smaller offset than the last starts the
+    pass again.
+    """
+
+    def __init__(self, outline: object) -> None:
+        self._entries = _entries(outline)
+        self._restart()
+
+    def _restart(self) -> None:
+        self._next = 0
+        self._stack: list[tuple[int, str]] = []
+        self._offset = -1
+
+    def at(self, offset: int) -> list[str]:
+        """Titles of the headings in effect at ``offset``, top level first."""
+        if offset < self._offset:
+            self._restart()
+        self._offset = offset
+        entries, stack = self._entries, self._stack
+        while self._next < len(entries) and entries[self._next][0] <= offset:
+            _, level, title = entries[self._next]
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            self._next += 1
+        return [title for _, title in stack]

@@ -42,7 +42,7 @@ from pydantic import JsonValue
 
 from ragtools.parsers.document import Chunk, Document
 from ragtools.parsers.errors import ConfigError
-from ragtools.parsers.outline import OUTLINE_KEY, heading_path, section_bounds
+from ragtools.parsers.outline import OUTLINE_KEY, HeadingPaths, section_bounds
 
 __all__ = ["DEFAULT_SEPARATORS", "split"]
 
@@ -236,12 +236,13 @@ def split(
         if page is not None:
             metadata.update(page_start=page, page_end=page)
         sections = [(0, len(text))] if outline is None else section_bounds(text, outline)
+        paths = None if outline is None else HeadingPaths(outline)
         for section_start, section_end in sections:
             pieces: list[tuple[int, int]] = []
             splitter.pieces(section_start, section_end, 0, pieces)
             for start, end in splitter.windows(pieces):
-                if outline is not None:
-                    metadata["headings"] = list[JsonValue](heading_path(outline, end - 1))
+                if paths is not None:
+                    metadata["headings"] = list[JsonValue](paths.at(end - 1))
                 # A validated document's fields, cut at offsets that span its text.
                 chunks.append(
                     Chunk.unchecked(document.id, text[start:end], start, end, dict(metadata))

@@ -56,6 +56,51 @@ def every_cell_workbook(path: Path) -> Path:
     """A 1.5 KB XLSX whose one sheet declares ``A1:XFD1048576`` (every cell Excel allows) and
     holds two: a reader that trusts the declared range walks 17 billion empty cells. Zipped
     by hand, as an attacker would write it."""
+    return workbook_of(
+        path,
+        '<dimension ref="A1:XFD1048576"/><sheetData>'
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>first</t></is></c></row>'
+        '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>last</t></is></c></row>'
+        "</sheetData>",
+    )
+
+
+def far_cells_workbook(path: Path, rows: int) -> Path:
+    """An XLSX of ``rows`` rows, each holding one cell in the last column (``XFD``): a reader
+    makes each row 16,384 cells wide, so a few kilobytes take seconds to read (a file that
+    is slow to parse, honestly, whatever range it declares)."""
+    cells = "".join(
+        f'<row r="{n}"><c r="XFD{n}" t="inlineStr"><is><t>x</t></is></c></row>'
+        for n in range(1, rows + 1)
+    )
+    return workbook_of(path, f"<sheetData>{cells}</sheetData>")
+
+
+def headings_docx(path: Path, count: int) -> Path:
+    """A DOCX of ``count`` one-line paragraphs styled ``Heading 1`` to ``Heading 3`` (made
+    from python-docx's own blank document): 300,000 take python-docx many seconds, a
+    genuine file that is slow to parse."""
+    import io
+    import zipfile
+
+    import docx
+
+    blank = io.BytesIO()
+    docx.Document().save(blank)
+    template = zipfile.ZipFile(io.BytesIO(blank.getvalue()))
+    xml = template.read("word/document.xml").decode()
+    at = xml.index("<w:body>") + len("<w:body>")
+    heading = '<w:p><w:pPr><w:pStyle w:val="Heading{}"/></w:pPr><w:r><w:t>Part {}</w:t></w:r></w:p>'
+    body = "".join(heading.format(1 + n % 3, n) for n in range(count))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in template.infolist():
+            data = xml[:at] + body + xml[at:] if item.filename == "word/document.xml" else None
+            out.writestr(item, data if data is not None else template.read(item.filename))
+    return path
+
+
+def workbook_of(path: Path, sheet: str) -> Path:
+    """An XLSX whose one worksheet's content is ``sheet``, zipped by hand."""
     import zipfile
 
     types = "http://schemas.openxmlformats.org/package/2006/content-types"
@@ -81,12 +126,7 @@ def every_cell_workbook(path: Path) -> Path:
             f'{_OFFICE_RELATIONSHIPS}/worksheet" Target="worksheets/sheet1.xml"/>'
             "</Relationships>"
         ),
-        "xl/worksheets/sheet1.xml": (
-            f'<worksheet xmlns="{_SPREADSHEET}"><dimension ref="A1:XFD1048576"/><sheetData>'
-            '<row r="1"><c r="A1" t="inlineStr"><is><t>first</t></is></c></row>'
-            '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>last</t></is></c></row>'
-            "</sheetData></worksheet>"
-        ),
+        "xl/worksheets/sheet1.xml": f'<worksheet xmlns="{_SPREADSHEET}">{sheet}</worksheet>',
     }
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as package:
         for name, xml in parts.items():

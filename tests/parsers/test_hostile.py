@@ -326,6 +326,35 @@ def test_a_folder_of_hostile_files_returns_every_good_document(
 # ---- HTML however wide or deep ----------------------------------------------------------------
 
 
+def test_an_element_with_too_many_attributes_is_refused_before_parsing(tmp_path: Path) -> None:
+    """#38 item 8: an HTML of 500,000 attributes ran past 60 s inside lxml (its time grows
+    faster than the square of an element's attributes). A linear scan refuses it by name,
+    in a fraction of the budget, and the rest of the batch is kept."""
+    from ragtools.parsers.html import MAX_ATTRIBUTES
+
+    bomb = tmp_path / "attributes.html"
+    attributes = " ".join(f'a{n}="v"' for n in range(500_000))
+    bomb.write_text(f"<html><body>\n<div {attributes}>the text</div></body></html>")
+    _good(tmp_path)
+    start = time.perf_counter()
+    with pytest.raises(ParseError, match=r"attributes\.html: line 2: an element has 500000 attr"):
+        load(bomb)
+    result = load_dir(tmp_path)
+    assert time.perf_counter() - start < 30  # the issue's bound
+    assert sorted(Path(d.source).name for d in result.documents) == ["bees.txt", "tides.md"]
+    assert [Path(e.path).name for e in result.errors] == ["attributes.html"]
+    assert f"more than {MAX_ATTRIBUTES} (parsers.html.MAX_ATTRIBUTES)" in result.errors[0].message
+    # at the bound it parses: quoted values with spaces and "=" count as one attribute each,
+    # and bare attributes count too
+    many = " ".join(f'a{n}="x = y z"' for n in range(MAX_ATTRIBUTES - 2))
+    page = tmp_path / "many.html"
+    page.write_text(f"<html><body><p {many} hidden b=1>kept text</p></body></html>")
+    assert load(page)[0].text == "kept text"
+    page.write_text(f"<html><body><p {many} hidden b=1 c>kept text</p></body></html>")
+    with pytest.raises(ParseError, match=f"has {MAX_ATTRIBUTES + 1} attributes"):
+        load(page)
+
+
 def test_html_text_is_collected_without_per_node_scans(monkeypatch: pytest.MonkeyPatch) -> None:
     """Linear however wide or deep: no sibling scan (``Tag.index``) or subtree walk
     (``_last_descendant``) per node, the quadratic steps of inserting separators."""
@@ -777,20 +806,65 @@ def _in_thread(action: Any) -> Any:
         return pool.submit(action).result(timeout=30)
 
 
-def test_a_workbook_declaring_every_cell_is_stopped_at_its_budget_in_a_thread(
+def test_a_workbook_declaring_every_cell_reads_the_cells_it_holds_in_a_thread_too(
     tmp_path: Path,
 ) -> None:
-    """In-process, only the main thread has a timer: ``load`` in a thread ran on past 120 s.
-    The worker of ``load_isolated`` is killed at the budget whatever the calling thread."""
-    from tests.conftest import every_cell_workbook, parse_workers
+    """#38 item 4: a 1.5 KB XLSX declaring ``A1:XFD1048576`` ran past 120 s in a thread,
+    where no timer stops a parser. The declared range is no longer trusted: its two cells
+    are read at once, in process and in an isolated worker."""
+    from tests.conftest import every_cell_workbook
 
     bomb = every_cell_workbook(tmp_path / "wide.xlsx")
+    started = time.monotonic()
+    assert [d.text for d in _in_thread(lambda: load(bomb))] == ["first\nlast"]
+    assert _in_thread(lambda: load_isolated(bomb)) == load(bomb)
+    assert time.monotonic() - started < 30
+
+
+def test_a_slow_file_is_stopped_at_its_budget_in_a_thread(tmp_path: Path) -> None:
+    """In-process, only the main thread has a timer. The worker of ``load_isolated`` is
+    killed at the budget whatever the calling thread."""
+    from tests.conftest import headings_docx, parse_workers
+
+    slow = headings_docx(tmp_path / "slow.docx", 300_000)  # seconds of python-docx
     before = parse_workers()
     started = time.monotonic()
-    with pytest.raises(ParseError, match=r"wide\.xlsx: parsing took longer than the time budget"):
-        _in_thread(lambda: load_isolated(bomb, time_budget=1))
+    with pytest.raises(ParseError, match=r"slow\.docx: parsing took longer than the time budget"):
+        _in_thread(lambda: load_isolated(slow, time_budget=1))
     assert time.monotonic() - started < 30
     assert parse_workers() <= before  # the worker is gone when the call returns
+
+
+def test_a_sheet_is_read_as_it_is_not_as_it_declares_and_its_size_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are read as the sheet holds them, so a declared range too small loses nothing;
+    what a few kilobytes can still imply is a ParseError naming its limit: a row numbered
+    past Excel's 1,048,576 (10^11 empty rows before it), or rows each as wide as one far
+    cell (16,384 cells a row)."""
+    from tests.conftest import far_cells_workbook, workbook_of
+
+    def cell(ref: str, text: str) -> str:
+        return f'<c r="{ref}" t="inlineStr"><is><t>{text}</t></is></c>'
+
+    small = workbook_of(
+        tmp_path / "small.xlsx",
+        f'<dimension ref="A1:A1"/><sheetData><row r="1">{cell("A1", "a")}</row>'
+        f'<row r="5">{cell("C5", "c")}{cell("E5", "e")}</row></sheetData>',
+    )
+    assert [d.text for d in load(small)] == ["a\nc | e"]
+    far = workbook_of(
+        tmp_path / "far.xlsx",
+        f'<sheetData><row r="1">{cell("A1", "a")}</row>'
+        f'<row r="100000000000">{cell("A100000000000", "z")}</row></sheetData>',
+    )
+    with pytest.raises(ParseError, match=r"far\.xlsx: sheet 'Sheet1' has more than 1048576 rows"):
+        load(far)
+    monkeypatch.setattr(office, "MAX_CELLS", 1_000_000)
+    wide = far_cells_workbook(tmp_path / "wide.xlsx", 100)  # 1,638,400 cells
+    with pytest.raises(ParseError, match=r"wide\.xlsx: .* past 1000000 cells .*MAX_CELLS"):
+        load(wide)
+    assert [d.text for d in load(far_cells_workbook(wide, 50))] == ["\n".join(["x"] * 50)]
 
 
 def test_a_parse_past_its_memory_limit_is_a_parse_error_naming_it(tmp_path: Path) -> None:
@@ -809,13 +883,13 @@ def test_a_cancelled_parse_stops_its_worker_at_once(tmp_path: Path) -> None:
     import threading
 
     from ragtools.parsers._pool import ABANDONED
-    from tests.conftest import every_cell_workbook, parse_workers
+    from tests.conftest import headings_docx, parse_workers
 
-    bomb = every_cell_workbook(tmp_path / "wide.xlsx")
+    bomb = headings_docx(tmp_path / "slow.docx", 300_000)  # seconds of python-docx
     gave_up = threading.Event()
     threading.Timer(2.0, gave_up.set).start()
     before = parse_workers()
-    with pytest.raises(ParseError, match=rf"wide\.xlsx: {re.escape(ABANDONED)}"):
+    with pytest.raises(ParseError, match=rf"slow\.docx: {re.escape(ABANDONED)}"):
         _in_thread(lambda: load_isolated(bomb, time_budget=None, cancelled=gave_up.is_set))
     assert parse_workers() <= before
 
@@ -839,22 +913,10 @@ def test_load_isolated_gives_what_load_gives(pdf_dir: Path, tmp_path: Path) -> N
 def test_a_docx_of_300000_headings_ends_in_a_result_or_a_named_error(tmp_path: Path) -> None:
     """#38 item 8: a DOCX with 300,000 headings could not be indexed at all. Within a budget
     it ends, in one process and in an isolated worker, as documents or a named ParseError."""
-    import io
-    import zipfile
+    from tests.conftest import headings_docx
 
-    docx = pytest.importorskip("docx")
-    blank = io.BytesIO()
-    docx.Document().save(blank)
-    template = zipfile.ZipFile(io.BytesIO(blank.getvalue()))
-    xml = template.read("word/document.xml").decode()
-    at = xml.index("<w:body>") + len("<w:body>")
-    heading = '<w:p><w:pPr><w:pStyle w:val="Heading{}"/></w:pPr><w:r><w:t>Part {}</w:t></w:r></w:p>'
-    body = "".join(heading.format(1 + n % 3, n) for n in range(300_000))
-    path = tmp_path / "headings.docx"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
-        for item in template.infolist():
-            data = xml[:at] + body + xml[at:] if item.filename == "word/document.xml" else None
-            out.writestr(item, data if data is not None else template.read(item.filename))
+    pytest.importorskip("docx")
+    path = headings_docx(tmp_path / "headings.docx", 300_000)
     for loader in (load, load_isolated):
         start = time.perf_counter()
         try:

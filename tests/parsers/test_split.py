@@ -6,6 +6,7 @@ import itertools
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -165,3 +166,77 @@ def test_scifact_round_trip(scifact_dir: Path) -> None:
     assert [c.id for c in split(docs[:50])] == [
         c.id for c in chunks if c.doc_id in {d.id for d in docs[:50]}
     ]
+
+
+def _reference_heading_path(outline: list[list[Any]], offset: int) -> list[str]:
+    """The headings in effect at ``offset``, by the definition: walk the outline in order to
+    ``offset``, each heading closing the open ones of its level or deeper."""
+    stack: list[tuple[int, str]] = []
+    for start, level, title in sorted((s, lv, t) for s, lv, t in outline):
+        if start > offset:
+            break
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+    return [title for _, title in stack]
+
+
+@given(
+    levels=st.lists(st.integers(1, 4), max_size=30),
+    offsets=st.lists(st.integers(0, 400), max_size=20),
+)
+def test_heading_paths_read_once_equal_the_definition_in_any_order(
+    levels: list[int], offsets: list[int]
+) -> None:
+    from ragtools.parsers.outline import HeadingPaths
+
+    outline: list[list[Any]] = [[n * 13, level, f"h{n}"] for n, level in enumerate(levels)]
+    paths = HeadingPaths(outline)
+    for offset in [*sorted(offsets), *offsets]:  # increasing (a document's chunks), then any
+        assert paths.at(offset) == _reference_heading_path(outline, offset)
+
+
+def test_a_documents_outline_is_read_once_not_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragtools.parsers import outline as outline_module
+
+    reads = []
+    entries = outline_module._entries
+
+    def counted(outline: object) -> list[tuple[int, int, str]]:
+        reads.append(1)
+        return entries(outline)
+
+    monkeypatch.setattr(outline_module, "_entries", counted)
+    text = "\n\n".join(f"Part {n}\n\nbody of part {n}" for n in range(1000))
+    at = [n for n in range(len(text)) if text.startswith("Part ", n)]
+    document = Document(
+        text=text, metadata={"outline": [[a, 1, text[a : text.index("\n", a)]] for a in at]}
+    )
+    chunks = split([document], chunk_size=100, chunk_overlap=0)
+    assert len(chunks) > 100
+    assert len(reads) == 2  # the sections, and the heading paths: not once per chunk
+    assert chunks[-1].metadata["headings"] == ["Part 999"]
+
+
+@pytest.mark.stress
+def test_a_document_of_300000_headings_splits_in_one_pass() -> None:
+    """#38 item 8: a DOCX of 300,000 headings ran out of its time budget in the split, which
+    read the whole outline for each chunk. The outline is now read once per document."""
+    import time
+
+    from ragtools.parsers.outline import OUTLINE_KEY
+
+    titles = [f"Part {n}" for n in range(300_000)]
+    text, outline, at = [], [], 0
+    for n, title in enumerate(titles):
+        outline.append([at, 1 + n % 3, title])
+        text.append(title)
+        at += len(title) + 2
+    document = Document(text="\n\n".join(text), metadata={OUTLINE_KEY: outline})
+    start = time.perf_counter()
+    chunks = split([document], chunk_size=1000, chunk_overlap=200)
+    assert time.perf_counter() - start < 30  # the issue's bound (it was quadratic)
+    for chunk in (chunks[0], chunks[len(chunks) // 2], chunks[-1]):
+        expected = _reference_heading_path(outline, chunk.end - 1)
+        assert chunk.metadata["headings"] == expected
+    assert chunks[-1].metadata["headings"] == ["Part 299997", "Part 299998", "Part 299999"]
