@@ -135,9 +135,16 @@ def _usable(seconds: float | None) -> bool:
     )
 
 
+_REPEAT = 0.1
+"""Seconds after which an expired budget raises again: Python drops an exception raised
+where it cannot propagate (a garbage-collector callback, a ``__del__``, a weakref callback,
+any of which a signal can interrupt), so one raise is not enough to stop the block."""
+
+
 @contextlib.contextmanager
 def time_budget(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`BudgetExceeded` in this block once ``seconds`` have passed.
+    """Raise :class:`BudgetExceeded` in this block once ``seconds`` have passed, and again
+    every :data:`_REPEAT` seconds until the block is left.
 
     ``None`` disables it. An outer timer that expires sooner (pytest-timeout's, say) is left
     in charge; a later one is restored, with its remaining time, when the block ends.
@@ -155,7 +162,7 @@ def time_budget(seconds: float | None) -> Iterator[None]:
 
     started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT)
     try:
         yield
     finally:

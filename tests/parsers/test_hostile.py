@@ -926,3 +926,37 @@ def test_a_docx_of_300000_headings_ends_in_a_result_or_a_named_error(tmp_path: P
         else:
             assert document.text.count("Part ") == 300_000
         assert time.perf_counter() - start < 30  # the issue's bound
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped raise
+def test_a_budget_raise_dropped_by_a_gc_callback_is_raised_again(tmp_path: Path) -> None:
+    """The budget's signal can land in a garbage-collector callback (Hypothesis installs
+    one), where Python reports the exception as unraisable and drops it; the parse went on
+    and its file was kept. The expired budget raises again until the parse stops."""
+    import gc
+
+    entered: list[str] = []
+
+    def collecting(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            entered.append(phase)
+            time.sleep(0.4)  # the budget runs out here, inside the callback
+
+    @register_parser(".slow", name="test-slow-gc")
+    def slow(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+        gc.collect()  # the budget's first raise is dropped inside the callback
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            sum(range(1000))
+        return [Document(text="finished", metadata={"source": source})]
+
+    gc.callbacks.append(collecting)
+    try:
+        file = tmp_path / "slow.slow"
+        file.write_text("x", encoding="utf-8")
+        with pytest.raises(ParseError, match=r"slow\.slow: .*time budget of 0\.2 s"):
+            load(file, time_budget=0.2)
+        assert entered
+    finally:
+        gc.callbacks.remove(collecting)
+        unregister_parser("test-slow-gc")
