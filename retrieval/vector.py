@@ -17,7 +17,7 @@ by two-fold cross-validation, and two hand-judged local sets).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,7 +87,18 @@ class VectorRetriever(IndexRetriever):
         )
         if not len(first.rows):
             return q
-        chunks = [state.chunks[row] for row in first.rows.tolist()]
+        return self.rocchio_query(state, q, first.rows.tolist(), self.prf)
+
+    def rocchio_query(
+        self, state: IndexState, query: npt.ArrayLike, rows: Sequence[int], rocchio: Rocchio
+    ) -> npt.NDArray[np.float32]:
+        """``rocchio``'s move of the embedded ``query`` towards the chunks of ``rows`` of
+        ``state`` (each by its window most similar to ``query``), whatever ranked them: the
+        vector first pass here, or e.g. a fused ranking."""
+        q = np.asarray(query, dtype=np.float32)
+        if not rows:
+            return q
+        chunks = [state.chunks[row] for row in rows]
         settings = state.settings
         windows, owners = embedded_windows(
             [c.text for c in chunks],
@@ -95,11 +106,11 @@ class VectorRetriever(IndexRetriever):
             settings.vector_window_overlap,
             [settings.vector_header(c) for c in chunks],
         )
-        vectors = np.asarray(embedder.embed_documents(windows), dtype=np.float64)
+        vectors = np.asarray(self.index.embedder.embed_documents(windows), dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1)
         cosines = vectors @ q.astype(np.float64) / np.where(norms == 0, 1.0, norms)
         best = [
             int(np.flatnonzero(owners == i)[np.argmax(cosines[owners == i])])
             for i in range(len(chunks))
         ]
-        return self.prf.expand(q, vectors[best])
+        return rocchio.expand(q, vectors[best])
