@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # measure_context, bes
 from measure_context import (
     LOCAL,
     MD_DOCS,
+    line,
     local_documents,
     markdown_folder,
     markdown_unit,
@@ -297,16 +298,6 @@ def compared(
         baseline="default",
     )
     return {row.metric: asdict(row) for row in result.rows}
-
-
-def line(label: str, rows: Mapping[str, Any]) -> str:
-    r = rows["nDCG@10"]
-    return (
-        f"{label}: nDCG@10 {r['baseline_mean']:.4f} -> {r['mean']:.4f} ({r['delta']:+.4f}, "
-        f"t p={r['p_t']:.3g}, rand. p={r['p_randomization']:.3g}, "
-        f"w/t/l {r['wins']}/{r['ties']}/{r['losses']}); R@100 "
-        f"{rows['R@100']['baseline_mean']:.4f} -> {rows['R@100']['mean']:.4f}"
-    )
 
 
 def halves(qids: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragtools.indexes.options import settings_of
 from ragtools.parsers.errors import ConfigError
 
 __all__ = ["Rocchio"]
@@ -83,23 +84,7 @@ class Rocchio:
         Raises:
             ConfigError: an unknown field, a value out of range, or another type.
         """
-        if value is None or value is False:
-            return None
-        if value is True:
-            return cls()
-        if isinstance(value, Rocchio):
-            return value
-        if isinstance(value, Mapping):
-            unknown = sorted(set(value) - {"depth", "alpha", "beta"})
-            if unknown:
-                msg = f"unknown Rocchio setting(s) {unknown}; use depth, alpha and beta"
-                raise ConfigError(msg)
-            return cls(**value)
-        msg = (
-            f"prf must be a Rocchio, a mapping of its settings, True or None, "
-            f"got {type(value).__name__}"
-        )
-        raise ConfigError(msg)
+        return settings_of(cls, value, "prf")
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a JSON-ready mapping."""

@@ -59,7 +59,7 @@ def test_of_reads_retriever_arguments() -> None:
     assert Rocchio(3, 0.5, 0.5).to_dict() == {"depth": 3, "alpha": 0.5, "beta": 0.5}
     with pytest.raises(ConfigError, match=r"unknown Rocchio setting\(s\) \['k'\]"):
         Rocchio.of({"k": 3})
-    with pytest.raises(ConfigError, match="got str"):
+    with pytest.raises(ConfigError, match=r"prf must be True, False, None, .* got 'rocchio'"):
         Rocchio.of("rocchio")  # type: ignore[arg-type]
 
 
