@@ -28,7 +28,7 @@ from ragtools.parsers.document import Document
 from ragtools.parsers.normalize import compact_whitespace
 from ragtools.parsers.splitting import split
 
-__all__ = ["WindowedVectorIndex", "split_windows"]
+__all__ = ["WindowedVectorIndex", "embedded_windows", "split_windows"]
 
 Rows = npt.NDArray[np.int64]
 
@@ -57,6 +57,18 @@ def split_windows(texts: Sequence[str], size: int, overlap: int) -> tuple[list[s
         windows += pieces
         owners += [i] * len(pieces)
     return windows, np.asarray(owners, dtype=np.int64)
+
+
+def embedded_windows(
+    texts: Sequence[str], size: int, overlap: int, headers: Sequence[str] | None = None
+) -> tuple[list[str], Rows]:
+    """The texts the vector half embeds for ``texts`` (one chunk each): their windows
+    (:func:`split_windows`), each preceded by its chunk's ``headers[i]`` when given; and
+    each window's owner, as :func:`split_windows` returns them."""
+    windows, owners = split_windows(texts, size, overlap)
+    if headers is not None and any(headers):
+        windows = [headers[o] + w for o, w in zip(owners.tolist(), windows, strict=True)]
+    return windows, owners
 
 
 class WindowedVectorIndex:
@@ -89,9 +101,7 @@ class WindowedVectorIndex:
         """Embed the windows of ``texts`` (one chunk each) with ``embed`` and index them;
         ``headers[i]`` (e.g. a context header) is put before every window of text ``i``, so
         each window is embedded with its chunk's context, and windows are cut as without."""
-        windows, owners = split_windows(texts, window, overlap)
-        if headers is not None and any(headers):
-            windows = [headers[o] + w for o, w in zip(owners.tolist(), windows, strict=True)]
+        windows, owners = embedded_windows(texts, window, overlap, headers)
         vectors = VectorIndex(dim, kind=kind)
         vectors.add(np.arange(len(windows), dtype=np.int64), embed(windows))
         return cls(vectors, owners if len(windows) != len(texts) else None, len(texts))

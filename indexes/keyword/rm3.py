@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ragtools.indexes.options import settings_of
 from ragtools.parsers.errors import ConfigError
 
 __all__ = ["RM3", "DocumentFrequencies"]
@@ -93,20 +94,7 @@ class RM3:
         Raises:
             ConfigError: an unknown field or a value out of range.
         """
-        if value is None or value is False:
-            return None
-        if value is True:
-            return cls()
-        if isinstance(value, RM3):
-            return value
-        if isinstance(value, Mapping):
-            unknown = sorted(set(value) - set(asdict(cls())))
-            if unknown:
-                msg = f"unknown RM3 setting(s) {unknown}; use {sorted(asdict(cls()))}"
-                raise ConfigError(msg)
-            return cls(**value)
-        msg = f"rm3 must be True, False, None, a mapping of settings or an RM3, got {value!r}"
-        raise ConfigError(msg)
+        return settings_of(cls, value, "rm3")
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a JSON dict."""
