@@ -6,13 +6,10 @@ save removes whatever the killed writers left behind (temporary versions and poi
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,9 +17,9 @@ import pytest
 
 from ragtools.indexes.index import Index, open_version
 from ragtools.indexes.store.versions import list_versions
+from tests.indexes.killed_writers import ready_writers, start, stop
 from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 
-ROOT = Path(__file__).resolve().parents[2]
 TRIALS = 200
 SETTINGS = {"chunk_size": 80, "chunk_overlap": 0}
 
@@ -39,36 +36,6 @@ for i in range(10**6):
     else:
         Index.open(idx).update([src])
 """
-
-AHEAD = 3
-"""Writers started ahead of their trial: a start is mostly waiting on imports, so several
-overlap, and each trial's kill comes as soon as its random delay is over."""
-
-
-def _spawn(script: str) -> subprocess.Popen[str]:
-    """A writer that imports, prints ``ready`` and waits for its arguments on stdin."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-c", script],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-
-
-def _start(
-    ready: collections.deque[subprocess.Popen[str]], script: str, line: str
-) -> subprocess.Popen[str]:
-    """Hand ``line`` to the oldest ready writer, and start another in its place."""
-    proc = ready.popleft()
-    ready.append(_spawn(script))  # imports while this one works
-    assert proc.stdin is not None and proc.stdout is not None
-    assert proc.stdout.readline() == "ready\n"
-    proc.stdin.write(line + "\n")
-    proc.stdin.flush()
-    return proc
 
 
 def _corpus(root: Path, name: str, files: int) -> Path:
@@ -97,10 +64,10 @@ def test_two_hundred_kills_leave_a_complete_version(
     idx = fast_dir / "idx"
     Index.build([sources[0]], idx, vector=False, **SETTINGS)
     rng = random.Random(23)
-    ready = collections.deque(_spawn(WRITER) for _ in range(AHEAD))
+    ready = ready_writers(WRITER)
     try:
         for _ in range(TRIALS):
-            proc = _start(ready, WRITER, " ".join(map(str, [idx, *sources])))
+            proc = start(ready, WRITER, " ".join(map(str, [idx, *sources])))
             time.sleep(rng.uniform(0.0, 0.6))  # somewhere in the first saves
             proc.send_signal(signal.SIGKILL)
             proc.wait()
@@ -108,9 +75,7 @@ def test_two_hundred_kills_leave_a_complete_version(
             assert _texts(index) in states
             assert index.bm25 is not None and len(index.bm25) == len(index.chunks)
     finally:
-        for proc in ready:
-            proc.kill()
-            proc.wait()
+        stop(ready)
     Index.open(idx).update([sources[1]])  # the next successful save
     assert [p.name for p in (idx / "versions").iterdir() if p.name.startswith(".")] == []
     assert [p.name for p in idx.iterdir() if p.name.endswith(".tmp")] == []
@@ -176,13 +141,13 @@ def test_sigkill_across_build_update_and_rollback_leaves_an_openable_index(
         indexes[shards] = fast_dir / f"idx-{shards}"
         Index.build([sources[0]], indexes[shards], **sharding, **OPTIONS)
     rng = random.Random(2026)
-    ready = collections.deque(_spawn(STORE_WRITER) for _ in range(AHEAD))
+    ready = ready_writers(STORE_WRITER)
     try:
         for trial in range(STORE_TRIALS):
             shards = 1 if trial % 2 else 3
             idx = indexes[shards]
             line = f"{idx} {trial} {shards} {' '.join(map(str, sources))}"
-            proc = _start(ready, STORE_WRITER, line)
+            proc = start(ready, STORE_WRITER, line)
             time.sleep(rng.uniform(0.0, 0.5))
             proc.kill()
             proc.wait()
@@ -192,9 +157,7 @@ def test_sigkill_across_build_update_and_rollback_leaves_an_openable_index(
             for version in list_versions(idx):  # every listed version is complete
                 open_version(idx, version).close()
     finally:
-        for proc in ready:
-            proc.kill()
-            proc.wait()
+        stop(ready)
     for idx in indexes.values():
         with Index.open(idx) as index:
             # The next write (an update that changes nothing writes nothing: one of the

@@ -14,13 +14,10 @@ them is a fresh build of the files plus one ``add`` of the same chunks.
 
 from __future__ import annotations
 
-import collections
 import os
 import random
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,9 +34,9 @@ from ragtools.parsers import Chunk, Document, Selection, split
 from ragtools.retrieval.hybrid import HybridRetriever
 from ragtools.retrieval.keyword import KeywordRetriever
 from ragtools.retrieval.vector import VectorRetriever
+from tests.indexes.killed_writers import ready_writers, start, stop
 from tests.indexes.test_versions import fast_dir  # noqa: F401 - a fixture used below
 
-ROOT = Path(__file__).resolve().parents[2]
 SETTINGS: dict[str, Any] = {"chunk_size": 80, "chunk_overlap": 0, "keep_versions": 4}
 DIM = 32
 K = 8
@@ -552,8 +549,6 @@ def test_every_damaged_file_is_a_load_error_naming_it(
 # ----------------------------------------------------------------------------- SIGKILL
 
 KILL_TRIALS = int(os.environ.get("RAGTOOLS_LIFECYCLE_KILLS", "40"))
-AHEAD = 3
-"""Writers started ahead of their trial: a start is mostly imports, so several overlap."""
 
 KILLED_WRITER = """
 import random, sys
@@ -587,18 +582,6 @@ while True:
 EXTRA = "Quarks_and_gluons_sentence_about_extras."
 
 
-def _spawn_writer() -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-c", KILLED_WRITER],
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-
-
 def _corpus(root: Path, name: str, files: int) -> Path:
     text = " ".join(f"{name} {{i}} sentence {j} about {name}s." for j in range(12))
     return write_tree(root / name, {f"{name}-{i}.txt": text.format(i=i) for i in range(files)})
@@ -630,16 +613,11 @@ def test_writers_killed_at_random_points_leave_a_complete_index(
     idx = fast_dir / "idx"
     build(sources[0], idx, shards)
     rng = random.Random(3333)
-    ready = collections.deque(_spawn_writer() for _ in range(AHEAD))
+    ready = ready_writers(KILLED_WRITER)
     try:
         for trial in range(KILL_TRIALS):
-            proc = ready.popleft()
-            ready.append(_spawn_writer())
-            assert proc.stdin is not None and proc.stdout is not None
-            assert proc.stdout.readline() == "ready\n"
-            line = f"{idx} {trial} {shards or 0} {EXTRA} {' '.join(map(str, sources))}\n"
-            proc.stdin.write(line)
-            proc.stdin.flush()
+            line = f"{idx} {trial} {shards or 0} {EXTRA} {' '.join(map(str, sources))}"
+            proc = start(ready, KILLED_WRITER, line)
             time.sleep(rng.uniform(0.0, 0.6))
             proc.send_signal(signal.SIGKILL)
             proc.wait()
@@ -655,9 +633,7 @@ def test_writers_killed_at_random_points_leave_a_complete_index(
                     assert _texts(kept) in states and placed_shards(kept) == (shards or 1)
             switch_version(idx, live)
     finally:
-        for proc in ready:
-            proc.kill()
-            proc.wait()
+        stop(ready)
     with reopen(idx) as index:  # the next write removes what the killed ones left
         # (an update that changes nothing writes nothing: one of the two changes the sources)
         assert any(index.update([source]).written for source in (sources[0], sources[1]))
