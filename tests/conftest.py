@@ -170,3 +170,41 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report.sections = [(title, _utf8(text)) for title, text in report.sections]
     if report.longrepr is not None and _utf8(text := str(report.longrepr)) != text:
         report.longrepr = _utf8(text)
+
+
+_CONFIGURED_LOGGERS = ("", "ragtools", "ragtools.progress", "py.warnings", "faiss")
+"""The loggers ``rag``'s ``configure`` sets up for its run (handlers, levels, propagation)."""
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """A test that runs ``rag`` in this process leaves logging as it found it: the CLI sets
+    up handlers for its one run, and a later test of the same process (another file, under
+    pytest-xdist) would otherwise see its progress lines printed to stderr."""
+    import logging
+    import warnings
+
+    saved = [
+        (logger, logger.handlers[:], logger.level, logger.propagate)
+        for logger in map(logging.getLogger, _CONFIGURED_LOGGERS)
+    ]
+    showwarning = warnings.showwarning
+    yield
+    for logger, handlers, level, propagate in saved:
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+    if warnings.showwarning is not showwarning:
+        logging.captureWarnings(False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files holding slow or stress tests run first (each file's tests keep their order):
+    with the suite spread over workers file by file, the longest files (a clean clone's
+    install, the crash loops) then start at once instead of ending the run alone."""
+    long_files = {
+        item.path
+        for item in items
+        if item.get_closest_marker("slow") or item.get_closest_marker("stress")
+    }
+    items.sort(key=lambda item: item.path not in long_files)

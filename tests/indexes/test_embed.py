@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ragtools.indexes.dense import model_dir
 from ragtools.indexes.dense.embed import DEFAULT_MODEL_ID, Embedder, SentenceTransformerEmbedder
 from ragtools.indexes.testing import FakeEmbedder
 from ragtools.parsers.errors import ConfigError, MissingDependencyError
@@ -135,6 +136,7 @@ def test_constructor_is_lazy_and_missing_dependency_is_clear(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setattr(model_dir, "_MODELS", {})  # no model an earlier test of this process loaded
     emb = SentenceTransformerEmbedder(onnx=False)  # nothing imported or loaded yet
     assert not emb.loaded and emb.model_id == DEFAULT_MODEL_ID
     with pytest.raises(MissingDependencyError, match="pip install sentence-transformers"):
