@@ -43,7 +43,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -75,11 +75,17 @@ from ragtools.indexes.sources import (
 )
 from ragtools.indexes.store._chunk_file import ChunkFile
 from ragtools.indexes.store._persist import write_manifest
-from ragtools.indexes.store.chunks import chunk_batches, write_chunks
+from ragtools.indexes.store.chunks import (
+    FileRows,
+    add_file_rows,
+    chunk_batches,
+    chunk_file,
+    write_chunks,
+)
 from ragtools.indexes.store.doc_texts import (
     TEXTS_DIR,
     ChainedTexts,
-    write_text_pairs,
+    write_encoded_texts,
     write_texts,
 )
 from ragtools.indexes.store.manifest import (
@@ -100,7 +106,7 @@ from ragtools.indexes.store.segments import (
     shard_of,
     write_deleted,
 )
-from ragtools.indexes.store.spill import ChunkSpill, read_spill, spill, staging
+from ragtools.indexes.store.spill import ChunkSpill, Tokens, read_spill, spill, staging
 from ragtools.indexes.store.versions import (
     collect,
     collecting,
@@ -111,6 +117,7 @@ from ragtools.indexes.store.versions import (
     writer_lock,
 )
 from ragtools.parsers import Chunk, Document, FileError, Selection, split
+from ragtools.parsers._progress import counter
 from ragtools.parsers.errors import ConfigError
 
 __all__ = [
@@ -415,7 +422,7 @@ class IndexWriter:
             return UpdateReport(unchanged=unchanged, skipped=skipped, written=False)
         plan = self._plan()
         dropped = stale_set | gone
-        self._delete_rows(plan, lambda c: _chunk_path(c) in dropped, paths=dropped)
+        self._delete_rows(plan, lambda c: chunk_file(c) in dropped, paths=dropped)
         groups = _by_shard(stale, index.n_shards)
         failures: list[FileError] = []
         parse_skipped: list[tuple[str, str]] = []
@@ -554,8 +561,21 @@ class IndexWriter:
         held = [p.texts for p in self.index.state.parts if p is not None and p.texts is not None]
         every_text = ChainedTexts([texts, *held])  # a document's text is in its segment
         files = [CHUNKS, *write_texts(tmp, (c.doc_id for c in chunks), every_text)]
-        documents = len({c.doc_id for c in chunks})
-        self._index_segment(tmp, plan, shard, files, [chunks], documents, chunks)
+        files_rows: FileRows = {}
+        add_file_rows(files_rows, 0, chunks)
+        tokens = _keyword_tokens(self.index.settings)
+        self._index_segment(
+            tmp,
+            plan,
+            shard,
+            files,
+            rows=len(chunks),
+            tokens=[tokens(chunks)] if tokens is not None else [],
+            chunks=lambda: [chunks],
+            files_rows=files_rows,
+            documents=len({c.doc_id for c in chunks}),
+            kept=chunks,
+        )
 
     def write_files(
         self,
@@ -577,7 +597,8 @@ class IndexWriter:
         the documents in memory would have them.
         """
         index_path = self.index.path
-        with staging(index_path) as directory, ChunkSpill(directory, self.split) as spilled:
+        tokens = _keyword_tokens(self.index.settings)
+        with staging(index_path) as directory, ChunkSpill(directory, self.split, tokens) as spilled:
             try:
                 parsed = parse_files(
                     [Path(f) for f in files],
@@ -596,9 +617,19 @@ class IndexWriter:
             tmp = new_segment_dir(index_path)
             try:
                 spilled.write_chunks(tmp / CHUNKS, order)
-                names = [CHUNKS, *write_text_pairs(tmp, spilled.texts(order))]
-                batches = chunk_batches(tmp / CHUNKS, BATCH_ROWS)
-                self._index_segment(tmp, plan, shard, names, batches, spilled.documents, None)
+                names = [CHUNKS, *write_encoded_texts(tmp, spilled.texts(order))]
+                self._index_segment(
+                    tmp,
+                    plan,
+                    shard,
+                    names,
+                    rows=spilled.rows,
+                    tokens=spilled.tokens(order, BATCH_ROWS),
+                    chunks=lambda: chunk_batches(tmp / CHUNKS, BATCH_ROWS),
+                    files_rows=spilled.files_rows(order),
+                    documents=spilled.documents,
+                    kept=None,
+                )
             except BaseException as exc:  # a failed write leaves nothing behind
                 shutil.rmtree(tmp, ignore_errors=True)
                 if isinstance(exc, OSError) and disk_full(exc):
@@ -612,30 +643,42 @@ class IndexWriter:
         plan: _Plan,
         shard: int,
         files: list[str],
-        batches: Iterable[Sequence[Chunk]],
+        *,
+        rows: int,
+        tokens: Iterable[list[list[str]]],
+        chunks: Callable[[], Iterable[Sequence[Chunk]]],
+        files_rows: FileRows,
         documents: int,
-        chunks: Sequence[Chunk] | None,
+        kept: Sequence[Chunk] | None,
     ) -> None:
-        """Index the chunk store written in ``tmp`` (its ``files`` so far), read once as
-        ``batches``, and publish it as a segment of ``shard``.
-        ``chunks``: the store's chunks when they are in memory already."""
+        """Index the chunk store written in ``tmp`` (its ``files`` so far) and publish it as
+        a segment of ``shard``.
+
+        Args:
+            rows: the store's chunks.
+            tokens: their BM25 tokens, in batches (none when the index has no BM25 half).
+            chunks: the store's chunks in batches, read only for a vector half (whose
+                embedding costs far more than reading them).
+            files_rows: the store's rows by source file (the manifest's ``sources``).
+            documents: documents the chunks come from.
+            kept: the store's chunks when they are in memory already.
+        """
         index, settings = self.index, self.index.settings
         bm25 = settings.new_bm25() if settings.keyword else None
+        if bm25 is not None:  # batches give the rows, vocabulary and postings of one add
+            with counter(rows, desc="indexing", unit="chunks") as advance:
+                for batch in tokens:
+                    bm25.add(batch)
+                    advance(len(batch))
         texts: list[str] = []
         headers: list[str] = []
-        sources: dict[str, list[list[int]]] = {}
-        n_rows = 0
-        for batch in batches:  # one pass: BM25 counts, texts to embed, rows by source
-            if bm25 is not None:  # batches give the rows, vocabulary and postings of one add
-                bm25.add([settings.keyword_text(c) for c in batch])
-            if settings.vector:
-                texts += [c.text for c in batch]
-                headers += [settings.vector_header(c) for c in batch] if settings.context else []
-            _add_source_rows(sources, n_rows, batch)
-            n_rows += len(batch)
+        if settings.vector:
+            for part in chunks():
+                texts += [c.text for c in part]
+                headers += [settings.vector_header(c) for c in part] if settings.context else []
         bm25_params = None
         if bm25 is not None:
-            files += _save_bm25(tmp, bm25, n_rows)
+            files += _save_bm25(tmp, bm25, rows)
             bm25_params, bm25 = bm25.params, None  # its arrays are freed before the next step
         embedder_info = None
         vectors = 0
@@ -661,21 +704,21 @@ class IndexWriter:
             "embedder": embedder_info,
             "vector_owners": OWNERS_FILE if OWNERS_FILE in files else None,
             DOCUMENT_TEXTS: TEXTS_DIR,
-            "counts": {"chunks": n_rows, "vectors": vectors, "documents": documents},
+            "counts": {"chunks": rows, "vectors": vectors, "documents": documents},
             "failures": [],
-            "sources": sources,
+            "sources": files_rows,
         }
         write_manifest(
             tmp, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, files=files, data=data, sealed=True
         )
         path, digest = publish_segment(tmp)
-        plan.new.append(SegmentEntry(path, shard, digest, n_rows, canonical=True))
+        plan.new.append(SegmentEntry(path, shard, digest, rows, canonical=True))
         # A large segment's chunks, and a spilled one's (never in memory), are read back from
         # its file when a merge needs them: a sharded build of ten million rows would
         # otherwise hold every shard's chunks.
-        if chunks is None or n_rows > LAZY_ROWS:
-            chunks = ChunkFile(index.path / path / CHUNKS)
-        plan.chunks.append(chunks)
+        if kept is None or rows > LAZY_ROWS:
+            kept = ChunkFile(index.path / path / CHUNKS)
+        plan.chunks.append(kept)
 
     def _plan(self) -> _Plan:
         """The live version as a starting point. A version of an older layout has its live
@@ -953,19 +996,17 @@ def _texts(documents: Iterable[Document]) -> dict[str, str]:
     return {doc.id: doc.text for doc in documents}
 
 
-def _chunk_path(chunk: Chunk) -> str:
-    return str(chunk.metadata.get("path", chunk.source))
+def _keyword_tokens(settings: IndexSettings) -> Tokens | None:
+    """Chunks to their BM25 tokens with ``settings`` (``None``: no BM25 half): what
+    :meth:`BM25Index.add` makes of each chunk's :meth:`IndexSettings.keyword_text`."""
+    if not settings.keyword:
+        return None
+    tokenizer = settings.new_bm25().tokenizer
 
+    def tokens(chunks: Sequence[Chunk]) -> list[list[str]]:
+        return [tokenizer(settings.keyword_text(c)) for c in chunks]
 
-def _add_source_rows(runs: dict[str, list[list[int]]], first: int, chunks: Iterable[Chunk]) -> None:
-    """Each source file's rows among ``chunks`` (rows ``first`` on), added to ``runs`` as
-    ``[first, count]`` runs."""
-    for row, chunk in enumerate(chunks, start=first):
-        spans = runs.setdefault(_chunk_path(chunk), [])
-        if spans and spans[-1][0] + spans[-1][1] == row:
-            spans[-1][1] += 1
-        else:
-            spans.append([row, 1])
+    return tokens
 
 
 def _save_bm25(tmp: Path, bm25: BM25Index, n_rows: int) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -20,13 +20,50 @@ from ragtools.indexes.errors import IndexLoadError
 from ragtools.parsers.document import Chunk, json_text
 
 __all__ = [
+    "FileRows",
+    "add_file_rows",
     "chunk_batches",
+    "chunk_file",
     "chunk_line",
     "chunk_of_line",
+    "extend_file_rows",
     "iter_chunks",
     "read_chunks",
     "write_chunks",
 ]
+
+
+FileRows = dict[str, list[list[int]]]
+"""The rows of each source file in a store, as ``[first, count]`` runs in row order (a
+segment's ``sources``: what an update reads to delete a changed file's rows)."""
+
+
+def chunk_file(chunk: Chunk) -> str:
+    """The file ``chunk`` came from: its absolute ``path`` when the loader gave one, else its
+    ``source``."""
+    return str(chunk.metadata.get("path", chunk.source))
+
+
+def add_file_rows(runs: FileRows, first: int, chunks: Iterable[Chunk]) -> None:
+    """The rows of ``chunks`` (rows ``first`` on) added to ``runs`` by :func:`chunk_file`."""
+    for row, chunk in enumerate(chunks, start=first):
+        _add_run(runs, chunk_file(chunk), row, 1)
+
+
+def extend_file_rows(runs: FileRows, first: int, more: Mapping[str, list[list[int]]]) -> None:
+    """``more`` (runs counted from row 0) added to ``runs`` as rows ``first`` on: the
+    runs of a store written in parts, part after part, equal those of the whole."""
+    for file, spans in more.items():
+        for start, count in spans:
+            _add_run(runs, file, first + start, count)
+
+
+def _add_run(runs: FileRows, file: str, row: int, count: int) -> None:
+    spans = runs.setdefault(file, [])
+    if spans and spans[-1][0] + spans[-1][1] == row:
+        spans[-1][1] += count
+    else:
+        spans.append([row, count])
 
 
 def write_chunks(path: str | Path, chunks: Iterable[Chunk]) -> int:

@@ -45,6 +45,8 @@ __all__ = [
     "TEXTS_DIR",
     "ChainedTexts",
     "DocumentTexts",
+    "encode_text",
+    "write_encoded_texts",
     "write_text_pairs",
     "write_texts",
 ]
@@ -192,13 +194,23 @@ def write_texts(directory: Path, doc_ids: Iterable[str], texts: Mapping[str, str
 
 def write_text_pairs(directory: Path, pairs: Iterable[tuple[str, str]]) -> list[str]:
     """:func:`write_texts` from ``(doc_id, text)`` pairs of distinct ids, in order."""
+    return write_encoded_texts(directory, ((doc_id, encode_text(text)) for doc_id, text in pairs))
+
+
+def encode_text(text: str) -> bytes:
+    """``text`` as ``texts.txt`` holds it (see the module docstring)."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def write_encoded_texts(directory: Path, pairs: Iterable[tuple[str, bytes]]) -> list[str]:
+    """:func:`write_text_pairs` from texts already encoded by :func:`encode_text` (a build's
+    spill keeps them so: a million texts are not decoded and encoded again)."""
     folder = directory / TEXTS_DIR
     folder.mkdir()
     written: list[str] = []
     offsets = array("q", [0])
     with open(folder / _TEXTS, "wb") as handle:
-        for doc_id, text in pairs:
-            data = text.encode("utf-8", "surrogatepass")
+        for doc_id, data in pairs:
             handle.write(data)
             offsets.append(offsets[-1] + len(data))
             written.append(doc_id)

@@ -10,11 +10,12 @@ plus what is kept per document: its shard number (four bytes).
 
 A build from files spills the same way, one step later: :class:`ChunkSpill` takes each
 file's documents as the loader parses them (a :class:`~parsers.loading.DocumentSink`),
-splits them inside the file's time budget, and appends the chunks to one file and the
-documents' texts to another; the segment is then written from those files in bounded
-batches. A file of a million records thus never becomes a million ``Document`` and
-``Chunk`` objects at once: what stays in memory per file is four offsets, and per document
-its id (to store each text once).
+splits them inside the file's time budget, and appends the chunks to one file, their BM25
+tokens to another and the documents' texts to a third; the segment is then written from
+those files in bounded batches. A file of a million records thus never becomes a million
+``Document`` and ``Chunk`` objects at once: what stays in memory per file is a few offsets
+and its rows by source file, and per document its id and its text's length (to store each
+text once).
 
 The files are JSON lines, as the chunk store is (no pickle), and are deleted when the build
 ends, whether it succeeds or not.
@@ -30,6 +31,7 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
@@ -37,7 +39,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_core import PydanticSerializationError
 
-from ragtools.indexes.store.chunks import chunk_line
+from ragtools.indexes.store.chunks import FileRows, add_file_rows, chunk_line, extend_file_rows
+from ragtools.indexes.store.doc_texts import encode_text
 from ragtools.indexes.store.segments import SEGMENTS, shard_of
 from ragtools.parsers.document import Chunk, Document, json_text
 
@@ -103,25 +106,57 @@ _SPLIT_DOCUMENTS = 256
 """Documents split in one call: a call per record costs a third more on a file of short
 records, and a file's documents are split within its budget either way."""
 
+Tokens = Callable[[Sequence[Chunk]], list[list[str]]]
+"""Chunks to the BM25 tokens of each, as the index's settings make them."""
+
+
+@dataclass
+class _FileSpill:
+    """What :class:`ChunkSpill` keeps of one file: where its bytes are in each spill, its
+    rows, the ids and encoded lengths of the texts it stored first, and its rows by source
+    file (:data:`~indexes.store.chunks.FileRows`, from its first row)."""
+
+    chunks: tuple[int, int] = (0, 0)
+    texts: tuple[int, int] = (0, 0)
+    tokens: tuple[int, int] = (0, 0)
+    rows: int = 0
+    ids: list[str] = field(default_factory=list)
+    lengths: array[int] = field(default_factory=lambda: array("q"))
+    files: FileRows = field(default_factory=dict)
+
 
 class ChunkSpill:
     """The chunks of a batch of files, split as each file is parsed, kept in a staging
     directory until the segment is written (see the module docstring).
 
+    Besides the chunks (JSON lines, the chunk store's own), it keeps what indexing them
+    needs, made while they are in memory: each chunk's BM25 tokens (a line of tokens joined
+    by spaces: a token holds no whitespace), each new document's text (encoded as the text
+    store holds it) and each file's rows by source. Writing the segment then reads no chunk
+    back for its BM25 half, its texts or its map of sources: at a million rows, rebuilding
+    the chunks from JSON cost as much as parsing them.
+
     Args:
         directory: a staging directory (:func:`staging`).
         split: documents to chunks, with the index's settings.
+        tokens: chunks to their BM25 tokens; ``None`` when the index has no BM25 half.
     """
 
-    def __init__(self, directory: Path, split: Callable[[Sequence[Document]], list[Chunk]]):
+    def __init__(
+        self,
+        directory: Path,
+        split: Callable[[Sequence[Document]], list[Chunk]],
+        tokens: Tokens | None = None,
+    ):
         self._split = split
+        self._tokens = tokens
         self._chunks = open(directory / "chunks.jsonl", "w+b")  # noqa: SIM115 - see close
-        self._texts = open(directory / "texts.jsonl", "w+b")  # noqa: SIM115
-        self._regions: dict[int, tuple[int, int, int, int, int]] = {}
-        """Per file: its chunks' bytes (start, end), its texts' bytes (start, end), rows."""
+        self._texts = open(directory / "texts.txt", "w+b")  # noqa: SIM115
+        self._token_lines = open(directory / "tokens.txt", "w+b")  # noqa: SIM115
+        self._files: dict[int, _FileSpill] = {}
         self._seen: set[str] = set()
-        self._taking: tuple[int, int, int, list[str]] = (-1, 0, 0, [])
-        """The file being taken, where it started in each spill, and the ids it added."""
+        self._taking: tuple[int, _FileSpill] = (-1, _FileSpill())
+        """The file being taken, and what it has spilled so far."""
         self.rows = 0
         """Chunks spilled, over every file."""
 
@@ -131,8 +166,8 @@ class ChunkSpill:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._chunks.close()
-        self._texts.close()
+        for handle in (self._chunks, self._texts, self._token_lines):
+            handle.close()
 
     @property
     def documents(self) -> int:
@@ -141,62 +176,106 @@ class ChunkSpill:
 
     def take(self, file: int, documents: Iterable[Document]) -> None:
         """Split and spill one file's documents (:class:`~parsers.loading.DocumentSink`)."""
-        fresh: list[str] = []
-        self._taking = (file, self._chunks.tell(), self._texts.tell(), fresh)
-        rows = 0
+        spilled = _FileSpill()
+        spilled.chunks = (self._chunks.tell(), self._chunks.tell())
+        spilled.texts = (self._texts.tell(), self._texts.tell())
+        spilled.tokens = (self._token_lines.tell(), self._token_lines.tell())
+        self._taking = (file, spilled)
         parsed = iter(documents)
         while batch := list(itertools.islice(parsed, _SPLIT_DOCUMENTS)):
             chunks = self._split(batch)
             self._chunks.write("".join(map(chunk_line, chunks)).encode("utf-8"))
-            rows += len(chunks)
+            if self._tokens is not None:
+                lines = "".join(" ".join(tokens) + "\n" for tokens in self._tokens(chunks))
+                self._token_lines.write(lines.encode("utf-8", "surrogatepass"))
+            add_file_rows(spilled.files, spilled.rows, chunks)
+            spilled.rows += len(chunks)
             split = {chunk.doc_id for chunk in chunks}
             for document in batch:
                 if document.id in split and document.id not in self._seen:  # first text kept
                     self._seen.add(document.id)
-                    fresh.append(document.id)
-                    self._texts.write(json.dumps([document.id, document.text]).encode() + b"\n")
-        _, start, text_start, _ = self._taking
-        self._regions[file] = (start, self._chunks.tell(), text_start, self._texts.tell(), rows)
-        self.rows += rows
+                    data = encode_text(document.text)
+                    self._texts.write(data)
+                    spilled.ids.append(document.id)
+                    spilled.lengths.append(len(data))
+        spilled.chunks = (spilled.chunks[0], self._chunks.tell())
+        spilled.texts = (spilled.texts[0], self._texts.tell())
+        spilled.tokens = (spilled.tokens[0], self._token_lines.tell())
+        self._files[file] = spilled
+        self.rows += spilled.rows
 
     def drop(self, file: int) -> None:
         """Forget what :meth:`take` spilled of ``file``, the file it was taking (or none,
         when the file failed before its first document) (:class:`~parsers.loading.DocumentSink`)."""
-        taking, start, text_start, fresh = self._taking
-        if taking != file or file in self._regions:
+        taking, spilled = self._taking
+        if taking != file or file in self._files:
             return
-        for handle, at in ((self._chunks, start), (self._texts, text_start)):
+        starts = (spilled.chunks[0], spilled.texts[0], spilled.tokens[0])
+        for handle, at in zip((self._chunks, self._texts, self._token_lines), starts, strict=True):
             handle.seek(at)
             handle.truncate()
-        self._seen.difference_update(fresh)
-        self._taking = (-1, start, text_start, [])
+        self._seen.difference_update(spilled.ids)
+        self._taking = (-1, _FileSpill())
 
     def write_chunks(self, path: Path, files: Iterable[int]) -> None:
         """The chunk store of ``files``' chunks, in the order of ``files``; fsynced."""
         self._chunks.flush()
         with open(path, "wb") as out:
             for file in files:
-                if file not in self._regions:
+                if file not in self._files:
                     continue
-                start, end = self._regions[file][:2]
+                start, end = self._files[file].chunks
                 self._chunks.seek(start)
                 while start < end:
                     block = self._chunks.read(min(_COPY_BYTES, end - start))
+                    if not block:  # never loop on a spill cut short under it
+                        msg = f"the chunk spill ends at byte {start}, before {end}"
+                        raise OSError(msg)
                     out.write(block)
                     start += len(block)
             out.flush()
             os.fsync(out.fileno())
         self._chunks.seek(0, os.SEEK_END)
 
-    def texts(self, files: Iterable[int]) -> Iterator[tuple[str, str]]:
-        """``(doc_id, text)`` of ``files``' documents, each id once, in the order of ``files``."""
+    def texts(self, files: Iterable[int]) -> Iterator[tuple[str, bytes]]:
+        """``(doc_id, encoded text)`` of ``files``' documents, each id once, in the order of
+        ``files`` (for :func:`~indexes.store.doc_texts.write_encoded_texts`)."""
         self._texts.flush()
         for file in files:
-            if file not in self._regions:
+            if file not in self._files:
                 continue
-            start, end = self._regions[file][2:4]
-            self._texts.seek(start)
-            while self._texts.tell() < end:
-                doc_id, text = json.loads(self._texts.readline())
-                yield doc_id, text
+            spilled = self._files[file]
+            self._texts.seek(spilled.texts[0])
+            for doc_id, length in zip(spilled.ids, spilled.lengths, strict=True):
+                yield doc_id, self._texts.read(length)
         self._texts.seek(0, os.SEEK_END)
+
+    def tokens(self, files: Iterable[int], size: int) -> Iterator[list[list[str]]]:
+        """The BM25 tokens of ``files``' chunks, in row order, ``size`` rows at a time."""
+        self._token_lines.flush()
+        batch: list[list[str]] = []
+        for file in files:
+            if file not in self._files:
+                continue
+            start, end = self._files[file].tokens
+            self._token_lines.seek(start)
+            while start < end:
+                line = self._token_lines.readline()
+                start += len(line)
+                batch.append(line.decode("utf-8", "surrogatepass").split())
+                if len(batch) == size:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+        self._token_lines.seek(0, os.SEEK_END)
+
+    def files_rows(self, files: Iterable[int]) -> FileRows:
+        """The rows of each source file in the store :meth:`write_chunks` writes."""
+        runs: FileRows = {}
+        first = 0
+        for file in files:
+            if file in self._files:
+                extend_file_rows(runs, first, self._files[file].files)
+                first += self._files[file].rows
+        return runs

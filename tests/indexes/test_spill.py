@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragtools.indexes.store.chunks import read_chunks
+from ragtools.indexes.store.chunks import FileRows, add_file_rows, read_chunks
+from ragtools.indexes.store.doc_texts import encode_text
 from ragtools.indexes.store.spill import ChunkSpill
 from ragtools.parsers import Chunk, Document, split
 from ragtools.parsers.errors import ParseError
@@ -27,11 +28,17 @@ def _failing(documents: list[Document]) -> Iterator[Document]:
 def test_files_taken_in_any_order_are_written_in_file_order_and_a_dropped_file_leaves_nothing(
     tmp_path: Path,
 ) -> None:
-    docs = {n: [Document(text=f"file {n} paragraph {p}. " * 6) for p in range(3)] for n in range(4)}
+    docs = {
+        n: [
+            Document(text=f"file {n} paragraph {p}. " * 6, metadata={"source": f"f{n}.md"})
+            for p in range(3)
+        ]
+        for n in range(4)
+    }
     shared = Document(id="same", text="one text stored once, whichever file has it first")
     docs[1].append(shared)
     docs[3].append(shared)
-    with ChunkSpill(tmp_path, _split) as spilled:
+    with ChunkSpill(tmp_path, _split, _tokens) as spilled:
         for n in (2, 0, 3):
             spilled.take(n, docs[n])
         with pytest.raises(ParseError):
@@ -39,12 +46,25 @@ def test_files_taken_in_any_order_are_written_in_file_order_and_a_dropped_file_l
         spilled.drop(1)  # ... and is forgotten
         spilled.drop(0)  # a file taken whole is kept
         spilled.write_chunks(tmp_path / "chunks.out", range(4))
-        texts = dict(spilled.texts(range(4)))
+        texts = list(spilled.texts(range(4)))
+        tokens = [row for batch in spilled.tokens(range(4), 5) for row in batch]
+        files_rows = spilled.files_rows(range(4))
         kept = [d for n in (0, 2, 3) for d in docs[n]]
         assert spilled.rows == len(_split(kept))
         assert spilled.documents == len(kept)
-    assert read_chunks(tmp_path / "chunks.out") == _split(kept)
-    assert texts == {d.id: d.text for d in kept}
+    chunks = _split(kept)
+    assert read_chunks(tmp_path / "chunks.out") == chunks
+    assert texts == [(d.id, encode_text(d.text)) for d in kept]  # in row order, each once
+    assert tokens == _tokens(chunks)
+    whole: FileRows = {}
+    add_file_rows(whole, 0, chunks)
+    assert files_rows == whole  # the runs of files spilled one by one, as of the whole
+
+
+def _tokens(chunks: Sequence[Chunk]) -> list[list[str]]:
+    """Any tokens will do: the spill keeps what it is given, row by row; a text with a lone
+    surrogate and an empty row among them."""
+    return [[*c.text.split(), "caf\udce9"] if i % 3 else [] for i, c in enumerate(chunks)]
 
 
 def test_a_split_that_overruns_the_files_budget_fails_that_file_alone(tmp_path: Path) -> None:
