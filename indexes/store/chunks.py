@@ -46,8 +46,11 @@ def chunk_file(chunk: Chunk) -> str:
 
 def add_file_rows(runs: FileRows, first: int, chunks: Iterable[Chunk]) -> None:
     """The rows of ``chunks`` (rows ``first`` on) added to ``runs`` by :func:`chunk_file`."""
-    for row, chunk in enumerate(chunks, start=first):
-        _add_run(runs, chunk_file(chunk), row, 1)
+    row = first
+    for file, run in itertools.groupby(map(chunk_file, chunks)):  # a file's rows are together
+        count = sum(1 for _ in run)
+        _add_run(runs, file, row, count)
+        row += count
 
 
 def extend_file_rows(runs: FileRows, first: int, more: Mapping[str, list[list[int]]]) -> None:
