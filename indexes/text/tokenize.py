@@ -129,8 +129,8 @@ class _PieceCache(dict[str, str]):
         if token is None:
             if len(word) < self._min_length or word in self._stopwords:
                 token = ""
-            elif self._stem is None:
-                token = word
+            elif self._stem is None or (word.isdigit() and word.isascii()):
+                token = word  # every Snowball algorithm keeps a number as it is (tested)
             else:
                 with self._lock:
                     token = self._stem(word)
