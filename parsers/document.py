@@ -219,10 +219,12 @@ class _Record(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _fill_defaults(cls, data: Any) -> Any:
-        return cls._with_defaults(dict(data)) if isinstance(data, dict) else data
+        return cls._with_defaults(data) if isinstance(data, dict) else data
 
     @classmethod
     def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` with the defaults filled in: a new dict when something is filled (the
+        caller's is never changed), else ``data`` itself."""
         return data
 
 
@@ -242,9 +244,12 @@ class Document(_Record):
 
     @classmethod
     def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
-        metadata = dict(data.get("metadata") or {})
+        given = data.get("metadata")
+        if data.get("id") and isinstance(given, dict) and "source" in given:
+            return data  # nothing to fill (a parser's record): validation copies the dict
+        metadata = dict(given or {})
         metadata.setdefault("source", DEFAULT_SOURCE)
-        data["metadata"] = metadata
+        data = {**data, "metadata": metadata}
         if not data.get("id"):
             data["id"] = stable_id("doc", metadata["source"], metadata.get("page"), data["text"])
         return data
@@ -279,6 +284,7 @@ class Chunk(_Record):
 
     @classmethod
     def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        data = dict(data)
         start = int(data.get("start", 0))
         if data.get("end", -1) == -1:
             data["end"] = start + len(data.get("text", ""))

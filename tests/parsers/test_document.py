@@ -67,3 +67,20 @@ def test_ids_derived_by_the_models_are_stable_ids() -> None:
     chunk = Chunk(doc_id=document.id, text="alpha", start=0)
     assert chunk.id == _reference("chunk", document.id, 0, 5, "alpha")
     assert Chunk.unchecked(document.id, "alpha", 0, 5, {}).id == chunk.id
+
+
+def test_validation_never_changes_or_keeps_the_callers_dicts() -> None:
+    metadata: dict[str, object] = {"source": "a.json", "row": 1}
+    given = {"id": "x1", "text": "alpha", "metadata": metadata}
+    document = Document.model_validate(given)  # nothing to fill in
+    assert given == {"id": "x1", "text": "alpha", "metadata": {"source": "a.json", "row": 1}}
+    assert document.metadata == metadata and document.metadata is not metadata
+    bare: dict[str, object] = {"text": "alpha", "metadata": {"row": 1}}
+    filled = Document.model_validate(bare)  # id and source filled in
+    assert bare == {"text": "alpha", "metadata": {"row": 1}}
+    assert filled.metadata == {"row": 1, "source": "<text>"}
+    assert filled.id == _reference("doc", "<text>", None, "alpha")
+    raw_chunk: dict[str, object] = {"doc_id": "x1", "text": "alp"}
+    chunk = Chunk.model_validate(raw_chunk)
+    assert raw_chunk == {"doc_id": "x1", "text": "alp"}
+    assert (chunk.start, chunk.end) == (0, 3)
