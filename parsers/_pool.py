@@ -53,7 +53,6 @@ from ragtools.parsers._budget import (
 )
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError, PasswordRequiredError, RetrievalError
-from ragtools.parsers.file_metadata import with_file_metadata
 from ragtools.parsers.registry import ParserSpec, get_parser
 
 logger = logging.getLogger(__name__)
@@ -90,16 +89,17 @@ def failure(source: str, exc: Exception) -> _Failure:
 
 
 def _parsed(spec: ParserSpec, file: Path, source: str, password: str | None) -> Iterator[Document]:
-    """The parser's documents, one at a time, each with the file's ``source``; every failure
-    of the parser becomes a ``ParseError`` (what the consumer of the documents raises is
-    its own and passes through unchanged)."""
+    """The parser's documents, one at a time, as the parser made them; every failure of the
+    parser becomes a ``ParseError`` (what the consumer of the documents raises is its own
+    and passes through unchanged). The loader gives them the file's ``source`` and metadata
+    once, when it finishes them (:func:`~parsers.file_metadata.with_file_metadata`)."""
     try:
         for document in spec.fn(file, source=source, password=password):
             if not isinstance(document, Document):
                 name = type(document).__name__
                 msg = f"parser {spec.name} produced a {name}, not a Document"
                 raise ParseError(source, msg)
-            yield with_file_metadata(document, source)
+            yield document
     except (ParseError, MemoryError):
         raise
     except RetrievalError as exc:  # e.g. MissingDependencyError: keep its actionable message

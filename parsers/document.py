@@ -23,6 +23,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
@@ -184,10 +185,23 @@ _ID_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
 """``json.dumps(..., sort_keys=True, default=str)`` without building an encoder per call
 (that was most of the cost of an id, and a file of a million records needs a million)."""
 
+_PLAIN_PARTS: dict[type, Callable[[Any], str]] = {
+    str: encode_basestring,  # the function the encoder itself uses with ensure_ascii=False
+    int: int.__repr__,  # as the encoder writes an int (bool, a subclass, is not this key)
+    type(None): lambda _: "null",
+}
+"""The JSON of the parts nearly every id is made of (strings, integers, ``None``), written
+without the encoder's per-call set-up, which cost more than the hash itself; an id of any
+other part goes through :data:`_ID_ENCODER`, and both spell the same JSON."""
+
 
 def stable_id(*parts: object) -> str:
     """Hex SHA-256 (first 32 characters) of the JSON encoding of ``parts``."""
-    payload = _escaped(_ID_ENCODER.encode(parts))  # as json_text writes it
+    try:
+        encoded = "[" + ", ".join([_PLAIN_PARTS[type(part)](part) for part in parts]) + "]"
+    except KeyError:  # a list, a mapping, a float...
+        encoded = _ID_ENCODER.encode(parts)
+    payload = _escaped(encoded)  # as json_text writes it
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
 
 
@@ -205,10 +219,12 @@ class _Record(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _fill_defaults(cls, data: Any) -> Any:
-        return cls._with_defaults(dict(data)) if isinstance(data, dict) else data
+        return cls._with_defaults(data) if isinstance(data, dict) else data
 
     @classmethod
     def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` with the defaults filled in: a new dict when something is filled (the
+        caller's is never changed), else ``data`` itself."""
         return data
 
 
@@ -228,9 +244,12 @@ class Document(_Record):
 
     @classmethod
     def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
-        metadata = dict(data.get("metadata") or {})
+        given = data.get("metadata")
+        if data.get("id") and isinstance(given, dict) and "source" in given:
+            return data  # nothing to fill (a parser's record): validation copies the dict
+        metadata = dict(given or {})
         metadata.setdefault("source", DEFAULT_SOURCE)
-        data["metadata"] = metadata
+        data = {**data, "metadata": metadata}
         if not data.get("id"):
             data["id"] = stable_id("doc", metadata["source"], metadata.get("page"), data["text"])
         return data
@@ -265,6 +284,7 @@ class Chunk(_Record):
 
     @classmethod
     def _with_defaults(cls, data: dict[str, Any]) -> dict[str, Any]:
+        data = dict(data)
         start = int(data.get("start", 0))
         if data.get("end", -1) == -1:
             data["end"] = start + len(data.get("text", ""))

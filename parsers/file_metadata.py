@@ -105,10 +105,13 @@ def with_file_metadata(
     if metadata == document.metadata:
         return document
     old = document.metadata.get("source")
-    page = document.metadata.get("page")
     doc_id = document.id
-    if doc_id == stable_id("doc", old, page, document.text):
-        doc_id = stable_id("doc", source, page, document.text)
+    # An id derived from an unchanged source stays what it is: only a new source needs
+    # the hash that tells a derived id from a given one.
+    if old != source:
+        page = document.metadata.get("page")
+        if doc_id == stable_id("doc", old, page, document.text):
+            doc_id = stable_id("doc", source, page, document.text)
     # a copy, not a new model: the fields were validated and extra holds JSON scalars, and
     # validating again cost most of the time of a file of a million records
     return document.model_copy(update={"id": doc_id, "metadata": metadata})

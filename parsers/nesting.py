@@ -36,7 +36,11 @@ _TOKENS = re.compile(
     r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|//[^\n]*|/\*.*?\*/|[\[\]{}]""", re.DOTALL
 )
 _OPENERS = frozenset("[{")
-_CONTAINERS = (Mapping, list, tuple)
+# dict, list and tuple first: ``isinstance`` tries them in order, and an ABC check
+# (``Mapping``) costs a Python-level call.
+_CONTAINERS = (dict, list, tuple, Mapping)
+# Values that hold nothing: a container of only these (a flat record) needs no walk.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def nesting_problem(limit: int = MAX_NESTING) -> str:
@@ -80,6 +84,12 @@ def too_deep(value: object, limit: int = MAX_NESTING) -> bool:
         item, depth = stack.pop()
         if depth > limit:
             return True
-        children = item.values() if isinstance(item, Mapping) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, _CONTAINERS))
+        children = item.values() if isinstance(item, (dict, Mapping)) else item
+        if _SCALARS.issuperset(map(type, children)):  # no container inside: one C-level pass
+            continue
+        stack.extend(
+            (child, depth + 1)
+            for child in children
+            if type(child) not in _SCALARS and isinstance(child, _CONTAINERS)
+        )
     return False

@@ -141,12 +141,13 @@ def _field_documents(
     if text_field is not None and not any(field in fields for _, fields in records):
         msg = f"text field {field!r} is in no record; fields: {sorted(records[0][1])}"
         raise ParseError(source, msg)
+    skip = frozenset({field})
     for row, fields in records:
         value = fields.get(field)
         text = normalize_text(value if isinstance(value, str) else "")
         if not text:
             continue
-        metadata = _metadata(fields, frozenset({field}), source, row)
+        metadata = _metadata(fields, skip, source, row)
         doc_id = stable_id("doc", source, row, text)
         yield Document(id=doc_id, text=text, metadata=metadata)
 
@@ -223,17 +224,19 @@ def _to_documents(
         logger.debug("%s: %d records without text skipped", source, len(records) - made)
 
 
-def _record(item: Any, where: str, source: str, *, lines: bool) -> dict[str, Any]:
-    """``item`` as a record: an object, or in a JSON array a string read as its text."""
+def _record(item: Any, number: int, source: str, *, lines: bool) -> dict[str, Any]:
+    """``item`` as a record: an object, or in a JSON array a string read as its text;
+    errors name it as record ``number`` (line ``number`` in JSON Lines)."""
     if isinstance(item, str) and not lines:
         return {"text": item}
+    where = "line" if lines else "record"
     if not isinstance(item, dict):
         kinds = (
             "JSON Lines records must be objects" if lines else "records must be objects or strings"
         )
-        raise ParseError(source, f"{where} is a {type(item).__name__}; {kinds}")
+        raise ParseError(source, f"{where} {number} is a {type(item).__name__}; {kinds}")
     if too_deep(item):
-        raise ParseError(source, f"{where}: {nesting_problem()}; flatten its fields")
+        raise ParseError(source, f"{where} {number}: {nesting_problem()}; flatten its fields")
     return item
 
 
@@ -247,9 +250,7 @@ def _loads(text: str, source: str, where: str) -> Any:
 
 def _json_records(value: Any, source: str) -> list[Record]:
     items = value if isinstance(value, list) else [value]
-    return [
-        (n, _record(item, f"record {n}", source, lines=False)) for n, item in enumerate(items, 1)
-    ]
+    return [(n, _record(item, n, source, lines=False)) for n, item in enumerate(items, 1)]
 
 
 def _jsonl_records(text: str, source: str) -> list[Record]:
@@ -262,7 +263,7 @@ def _jsonl_records(text: str, source: str) -> list[Record]:
         except ValueError as exc:
             msg = f"line {number}: invalid JSON ({exc}); fix or remove that line"
             raise ParseError(source, msg) from exc
-        records.append((number, _record(item, f"line {number}", source, lines=True)))
+        records.append((number, _record(item, number, source, lines=True)))
     return records
 
 

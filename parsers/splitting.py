@@ -129,6 +129,11 @@ class _Splitter:
 
     def windows(self, pieces: list[tuple[int, int]]) -> Iterable[tuple[int, int]]:
         """Trimmed ``(start, end)`` of each chunk, packing pieces as in the module docs."""
+        if len(pieces) == 1:  # a text within the size (most records): the one chunk is it
+            start, end = self.content(*pieces[0])
+            if end > start:
+                yield start, end
+            return
         bounds = [self.content(s, e) for s, e in pieces]
         count = len(bounds)
         # next_text[i]: first piece >= i with text; last_text[j]: last piece <= j with text.

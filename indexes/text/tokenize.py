@@ -20,7 +20,10 @@ Choices, and why:
 * **Stemming**: Snowball via PyStemmer. Every distinct word is stemmed once: a cache maps a
   lowercased word straight to its final token ("" for a dropped word), so the hot loop is one
   regex ``findall`` plus one dict lookup per word. The cache is bounded (:data:`CACHE_SIZE`)
-  and cleared when full; tokenizers with the same settings share it.
+  and cleared when full; tokenizers with the same settings share it. A word of ASCII digits
+  is its own token without a stemmer call: every Snowball algorithm leaves one as it is (a
+  test checks each algorithm PyStemmer ships), and numbers are most of the distinct words
+  of a table's rows.
 * **CJK**: Chinese, Japanese and Korean scripts do not separate words with spaces, so a
   ``\\w`` split would make a whole sentence one token and Chinese queries would score zero.
   Runs of Han, Hiragana, Katakana and Hangul characters are cut into overlapping character
@@ -129,8 +132,8 @@ class _PieceCache(dict[str, str]):
         if token is None:
             if len(word) < self._min_length or word in self._stopwords:
                 token = ""
-            elif self._stem is None:
-                token = word
+            elif self._stem is None or (word.isdigit() and word.isascii()):
+                token = word  # every Snowball algorithm keeps a number as it is (tested)
             else:
                 with self._lock:
                     token = self._stem(word)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import sys
 import threading
@@ -215,3 +216,40 @@ def test_tokenizers_with_the_same_settings_share_their_cache() -> None:
     assert second._cache is first._cache and "running" in second._cache
     assert other._cache is not first._cache
     assert other("The runners were running") == ["runners", "running"]
+
+
+def _numbers() -> list[str]:
+    """Every number below 20,000, zero-padded ones, and long random ones."""
+    rng = random.Random(38)
+    return [
+        *map(str, range(20_000)),
+        *(f"{n:0{width}d}" for n in (0, 7, 42, 913) for width in range(2, 12)),
+        *(str(rng.getrandbits(rng.randint(40, 400))) for _ in range(2_000)),
+    ]
+
+
+def test_every_snowball_algorithm_keeps_ascii_numbers_as_they_are() -> None:
+    """The premise of the tokenizer's shortcut for numbers (they are not stemmed): each
+    algorithm PyStemmer ships returns a word of ASCII digits unchanged."""
+    import Stemmer
+
+    numbers = _numbers()
+    for algorithm in Stemmer.algorithms():
+        stemmed = Stemmer.Stemmer(algorithm).stemWords(numbers)
+        changed = [(n, s) for n, s in zip(numbers, stemmed, strict=True) if n != s]
+        assert not changed, (algorithm, changed[:5])
+
+
+@pytest.mark.parametrize("stemmer", ["english", "arabic", "russian", "porter"])
+def test_numbers_are_tokens_as_the_stemmer_leaves_them(stemmer: str) -> None:
+    import Stemmer
+
+    stem = Stemmer.Stemmer(stemmer).stemWord
+    text = "12345 007 ٣٤ ²3 x9 9x 1 55"  # Arabic-Indic digits and ² are not ASCII digits
+    expected = [stem(word) for word in re.findall(r"[^\W_]+", text.lower()) if len(word) >= 2]
+    assert Tokenizer(stopwords=None, stemmer=stemmer, nfkc=False)(text) == expected
+    # Stopwords and min_length still apply to numbers.
+    assert Tokenizer(stopwords=["55"], stemmer=stemmer, min_length=3)(text) == [
+        "12345",
+        "007",
+    ]

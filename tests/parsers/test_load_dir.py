@@ -386,3 +386,40 @@ def test_a_sink_gets_each_files_documents_and_the_log_counts_them(
     assert sorted(keeper.kept) == [0, 1]
     assert keeper.kept[1] == ["second words"]
     assert "loaded 2 documents from 2 files" in caplog.text
+
+
+def test_a_parsers_ids_follow_the_files_source_once_finished(tmp_path: Path) -> None:
+    """Documents get the file's source and metadata once, when the loader finishes them: an
+    id derived from whatever source the parser set (none, its own, the path as walked) is
+    derived from the relative source, after lone surrogates are replaced; given ids stay."""
+
+    @register_parser(".ids", name="test-ids")
+    def ids(path: Path, *, source: str, password: str | None = None) -> list[Document]:
+        return [
+            Document(text="no source \ud800"),  # the default source, a lone surrogate
+            Document(text="its own source", metadata={"source": "elsewhere"}),
+            Document(text="as walked", metadata={"source": source, "page": 2}),
+            Document(id="given-1", text="given \udc80", metadata={"source": source}),
+        ]
+
+    try:
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "a.ids").write_text("x", encoding="utf-8")
+        result = load_dir(tmp_path, show_progress=False)
+    finally:
+        unregister_parser("test-ids")
+    assert not result.errors
+    assert result.replaced == 2
+    expected = [
+        ("no source \ufffd", None),
+        ("its own source", None),
+        ("as walked", 2),
+        ("given \ufffd", None),
+    ]
+    assert [(d.text, d.metadata.get("page")) for d in result.documents] == expected
+    for document in result.documents[:3]:
+        again = Document(text=document.text, metadata={"source": "sub/a.ids", **document.metadata})
+        assert document.metadata["source"] == "sub/a.ids"
+        assert document.id == again.id
+    assert result.documents[3].id == "given-1"
+    assert result.documents[3].metadata["path"] == str(tmp_path / "sub" / "a.ids")
