@@ -24,8 +24,9 @@ hash of its path (a document given directly: of its id), so a file's chunks are 
 one shard; searches run over the segments concurrently (threads, or Ray actors:
 :mod:`indexes.ray_shards`). A build parses and writes one shard at a time, and within a
 shard the documents never pile up: a build or update streams each file's documents from
-its parser through the split into a spill on disk (:meth:`IndexWriter.write_files`), then
-indexes the segment from there in batches of :data:`BATCH_ROWS` chunks. Its peak memory is
+its parser through the split into a spill on disk (:meth:`IndexWriter.write_files`), with
+each chunk's BM25 tokens made there, then indexes the segment from the spill in batches of
+:data:`BATCH_ROWS` rows, no chunk read back but for a vector half. Its peak memory is
 the BM25 postings and vocabulary of one shard, not its ``Document`` and ``Chunk`` objects
 (a JSON of 10^6 records: under 1 GB, where holding them took 3.4 GB). The split runs
 inside each file's time budget, with the parse.
