@@ -17,8 +17,9 @@ those files in bounded batches. A file of a million records thus never becomes a
 and its rows by source file, and per document its id and its text's length (to store each
 text once).
 
-The files are JSON lines, as the chunk store is (no pickle), and are deleted when the build
-ends, whether it succeeds or not.
+The files are JSON lines, as the chunk store is, or plain text (tokens, and texts as the text
+store holds them): no pickle. They are deleted when the build ends, whether it succeeds or
+not.
 """
 
 from __future__ import annotations
@@ -221,10 +222,8 @@ class ChunkSpill:
         """The chunk store of ``files``' chunks, in the order of ``files``; fsynced."""
         self._chunks.flush()
         with open(path, "wb") as out:
-            for file in files:
-                if file not in self._files:
-                    continue
-                start, end = self._files[file].chunks
+            for spilled in self._spilled(files):
+                start, end = spilled.chunks
                 self._chunks.seek(start)
                 while start < end:
                     block = self._chunks.read(min(_COPY_BYTES, end - start))
@@ -241,10 +240,7 @@ class ChunkSpill:
         """``(doc_id, encoded text)`` of ``files``' documents, each id once, in the order of
         ``files`` (for :func:`~indexes.store.doc_texts.write_encoded_texts`)."""
         self._texts.flush()
-        for file in files:
-            if file not in self._files:
-                continue
-            spilled = self._files[file]
+        for spilled in self._spilled(files):
             self._texts.seek(spilled.texts[0])
             for doc_id, length in zip(spilled.ids, spilled.lengths, strict=True):
                 yield doc_id, self._texts.read(length)
@@ -254,10 +250,8 @@ class ChunkSpill:
         """The BM25 tokens of ``files``' chunks, in row order, ``size`` rows at a time."""
         self._token_lines.flush()
         batch: list[list[str]] = []
-        for file in files:
-            if file not in self._files:
-                continue
-            start, end = self._files[file].tokens
+        for spilled in self._spilled(files):
+            start, end = spilled.tokens
             self._token_lines.seek(start)
             while start < end:
                 line = self._token_lines.readline()
@@ -274,8 +268,12 @@ class ChunkSpill:
         """The rows of each source file in the store :meth:`write_chunks` writes."""
         runs: FileRows = {}
         first = 0
-        for file in files:
-            if file in self._files:
-                extend_file_rows(runs, first, self._files[file].files)
-                first += self._files[file].rows
+        for spilled in self._spilled(files):
+            extend_file_rows(runs, first, spilled.files)
+            first += spilled.rows
         return runs
+
+    def _spilled(self, files: Iterable[int]) -> Iterator[_FileSpill]:
+        """What was kept of each of ``files`` taken whole, in the order of ``files`` (a file
+        that failed, or had no document, has nothing)."""
+        return (self._files[file] for file in files if file in self._files)
