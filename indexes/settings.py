@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
@@ -10,8 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, m
 from ragtools.indexes.dense.precision import Precision, default_precision
 from ragtools.indexes.keyword.bm25 import BM25Index
 from ragtools.indexes.text.tokenize import Tokenizer
-from ragtools.parsers.document import Chunk
+from ragtools.parsers.document import Chunk, Document
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.splitting import split
 
 __all__ = [
     "CONTEXT_SEPARATOR",
@@ -190,6 +191,10 @@ class IndexSettings(BaseModel):
             )
             msg = f"invalid index settings: {problems}"
             raise ConfigError(msg) from exc
+
+    def split(self, documents: Sequence[Document]) -> list[Chunk]:
+        """``documents`` split into chunks with these settings."""
+        return split(documents, chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap)
 
     def keyword_text(self, chunk: Chunk) -> str:
         """What the BM25 half indexes for ``chunk`` (:func:`keyword_text` with these settings)."""

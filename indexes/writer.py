@@ -107,7 +107,7 @@ from ragtools.indexes.store.segments import (
     shard_of,
     write_deleted,
 )
-from ragtools.indexes.store.spill import ChunkSpill, Tokens, read_spill, spill, staging
+from ragtools.indexes.store.spill import ChunkSpill, keyword_tokens, read_spill, spill, staging
 from ragtools.indexes.store.versions import (
     collect,
     collecting,
@@ -117,7 +117,7 @@ from ragtools.indexes.store.versions import (
     write_version,
     writer_lock,
 )
-from ragtools.parsers import Chunk, Document, FileError, Selection, split
+from ragtools.parsers import Chunk, Document, FileError, Selection
 from ragtools.parsers._progress import counter
 from ragtools.parsers.errors import ConfigError
 
@@ -526,10 +526,7 @@ class IndexWriter:
 
     def split(self, documents: Sequence[Document]) -> list[Chunk]:
         """``documents`` split into chunks with the index's settings."""
-        settings = self.index.settings
-        return split(
-            documents, chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap
-        )
+        return self.index.settings.split(documents)
 
     def write_segment(
         self, plan: _Plan, shard: int, chunks: Sequence[Chunk], texts: Mapping[str, str]
@@ -564,7 +561,7 @@ class IndexWriter:
         files = [CHUNKS, *write_texts(tmp, (c.doc_id for c in chunks), every_text)]
         files_rows: FileRows = {}
         add_file_rows(files_rows, 0, chunks)
-        tokens = _keyword_tokens(self.index.settings)
+        tokens = keyword_tokens(self.index.settings)
         self._index_segment(
             tmp,
             plan,
@@ -598,8 +595,10 @@ class IndexWriter:
         the documents in memory would have them.
         """
         index_path = self.index.path
-        tokens = _keyword_tokens(self.index.settings)
-        with staging(index_path) as directory, ChunkSpill(directory, self.split, tokens) as spilled:
+        with (
+            staging(index_path) as directory,
+            ChunkSpill.of(directory, self.index.settings) as spilled,
+        ):
             try:
                 parsed = parse_files(
                     [Path(f) for f in files],
@@ -995,19 +994,6 @@ def _members_by_shard(entries: Sequence[SegmentEntry]) -> dict[int, list[int]]:
 
 def _texts(documents: Iterable[Document]) -> dict[str, str]:
     return {doc.id: doc.text for doc in documents}
-
-
-def _keyword_tokens(settings: IndexSettings) -> Tokens | None:
-    """Chunks to their BM25 tokens with ``settings`` (``None``: no BM25 half): what
-    :meth:`BM25Index.add` makes of each chunk's :meth:`IndexSettings.keyword_text`."""
-    if not settings.keyword:
-        return None
-    tokenizer = settings.new_bm25().tokenizer
-
-    def tokens(chunks: Sequence[Chunk]) -> list[list[str]]:
-        return [tokenizer(settings.keyword_text(c)) for c in chunks]
-
-    return tokens
 
 
 def _save_bm25(tmp: Path, bm25: BM25Index, n_rows: int) -> list[str]:

@@ -43,7 +43,7 @@ from typing import Any, Protocol
 from pebble import ProcessExpired, ProcessPool
 from pydantic import JsonValue
 
-from ragtools.parsers import office, pdf  # noqa: F401  (register the formats workers parse)
+from ragtools.parsers import office, pdf, records  # noqa: F401  (the formats workers parse)
 from ragtools.parsers._budget import (
     BudgetExceeded,
     budget_message,
@@ -51,8 +51,9 @@ from ragtools.parsers._budget import (
     memory_message,
     time_budget,
 )
-from ragtools.parsers.document import Document
+from ragtools.parsers.document import Document, iter_without_surrogates, warn_replaced
 from ragtools.parsers.errors import ParseError, PasswordRequiredError, RetrievalError
+from ragtools.parsers.file_metadata import FILE_NAMES, with_file_metadata
 from ragtools.parsers.registry import ParserSpec, get_parser
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,15 @@ GUARD_MIN_BYTES = 1024 * 1024
 #: Light formats left in the calling process at any size: their parsers loop in Python over
 #: the records (the timer stops them between two), and a worker would send a million
 #: documents back as JSON, doubling the cost of a genuine large file.
-_STREAMED = frozenset({"csv", "json"})
+_STREAMED = records.PARTED
+#: A record file from this size on is parsed in parts by the workers when the caller's
+#: sink can take parts (:class:`SinkParts`): each part's documents go to a sink of the
+#: worker's own, so nothing travels back but what the caller's sink needs to adopt them.
+PARTS_MIN_BYTES = 2 * 1024 * 1024
+#: Parts a record file is cut into at most: each part's worker reads and decodes the whole
+#: file (its records decide what every part makes of them), so memory grows with the parts,
+#: while two already halve the time of the documents and chunks, most of the work.
+MAX_PARTS = 2
 #: Seconds past the time budget before the pool kills a worker: time for the worker's own
 #: timer to report the file, which it can do unless the parser is stuck in C code.
 _GRACE = 5.0
@@ -88,13 +97,22 @@ def failure(source: str, exc: Exception) -> _Failure:
     return (source, type(exc).__name__, str(exc))
 
 
-def _parsed(spec: ParserSpec, file: Path, source: str, password: str | None) -> Iterator[Document]:
-    """The parser's documents, one at a time, as the parser made them; every failure of the
-    parser becomes a ``ParseError`` (what the consumer of the documents raises is its own
-    and passes through unchanged). The loader gives them the file's ``source`` and metadata
-    once, when it finishes them (:func:`~parsers.file_metadata.with_file_metadata`)."""
+def _parsed(
+    spec: ParserSpec, file: Path, source: str, password: str | None, part: tuple[int, int]
+) -> Iterator[Document]:
+    """The parser's documents (of share ``part = (number, parts)`` of a record file's
+    records, see :func:`~parsers.records.parse_part`), one at a time, as the parser made
+    them; every failure of the parser becomes a ``ParseError`` (what the consumer of the
+    documents raises is its own and passes through unchanged). The loader gives them the
+    file's ``source`` and metadata once, when it finishes them (:func:`finished`)."""
+    number, parts = part
     try:
-        for document in spec.fn(file, source=source, password=password):
+        made = (
+            spec.fn(file, source=source, password=password)
+            if parts == 1
+            else records.parse_part(spec.name, file, source=source, part=number, parts=parts)
+        )
+        for document in made:
             if not isinstance(document, Document):
                 name = type(document).__name__
                 msg = f"parser {spec.name} produced a {name}, not a Document"
@@ -116,17 +134,19 @@ def run_parser(
     password: str | None,
     budget: float | None,
     then: Callable[[Iterator[Document]], None] | None = None,
+    part: tuple[int, int] = (0, 1),
 ) -> list[Document]:
     """Run one parser under the time budget; every failure becomes a ``ParseError``.
 
     With ``then``, the documents are not collected: ``then`` consumes them as the parser
     makes them, inside the same budget (a file of a million records is never a list of a
     million documents, and what ``then`` does with them, splitting, is bounded with the
-    parse), and the list returned is empty.
+    parse), and the list returned is empty. ``part`` is ``(number, parts)`` for one share
+    of a record file (:func:`~parsers.records.parse_part`), else the whole file.
     """
     try:
         with time_budget(budget):
-            documents = _parsed(spec, file, source, password)
+            documents = _parsed(spec, file, source, password, part)
             if then is not None:
                 then(documents)
                 return []
@@ -152,6 +172,44 @@ class Task:
     """The ``source`` its documents get (relative to the root); ``""``: ``source``."""
     metadata: dict[str, JsonValue] = field(default_factory=dict)
     """``path``, ``file_type``, ``mtime`` and ``size`` for its documents."""
+
+
+def finished(
+    task: Task, documents: Iterable[Document], counted: Callable[[int], None], *, warn: bool = True
+) -> Iterator[Document]:
+    """A file's documents as the loader returns them: lone surrogates replaced (counted, and
+    logged once the file is read unless ``warn`` is false: a part's are logged with the
+    file's total), its ``source`` relative to the root, and the file's metadata."""
+
+    def replaced(total: int) -> None:
+        if warn:
+            warn_replaced(task.source, total)
+        counted(total)
+
+    name = task.name or task.source
+    for document in iter_without_surrogates(documents, task.source, FILE_NAMES, replaced):
+        yield with_file_metadata(document, name, task.metadata)
+
+
+class PartSink(Protocol):
+    """Where a worker puts the documents of its part of a file (:class:`SinkParts`)."""
+
+    def take(self, file: int, documents: Iterable[Document]) -> None:
+        """Consume the part's documents, in order."""
+
+    def state(self, file: int) -> JsonValue:
+        """What the caller's sink needs to adopt the part, once it is taken (JSON)."""
+
+    def close(self) -> None:
+        """Release what the sink holds open (its files stay, for the caller to adopt)."""
+
+
+class SinkParts(Protocol):
+    """The recipe of a caller's sink for the parts of its files: it travels to the workers
+    (picklable), each of which opens a sink of its own with it."""
+
+    def open(self, file: int, part: int) -> PartSink:
+        """A new sink for part ``part`` of the batch's file ``file``."""
 
 
 class _Collector(logging.Handler):
@@ -219,6 +277,54 @@ def _work(
     return json.dumps(answer, ensure_ascii=False)
 
 
+def _work_part(task: Task, part: int, parts: int, budget: float | None, recipe: SinkParts) -> str:
+    """Worker process entry: parse part ``part`` of ``parts`` of a record file into a sink
+    opened from ``recipe``, finished as the loader finishes documents; JSON answer with the
+    sink's state (an ``OSError``, a full disk, travels back as ``[errno, message]``)."""
+    if _COLLECTOR is not None:
+        _COLLECTOR.records.clear()
+    answer: dict[str, Any] = {"error": None, "oserror": None, "state": None}
+    replaced: list[int] = []
+    delivered = 0
+
+    def counted(documents: Iterable[Document]) -> Iterator[Document]:
+        nonlocal delivered
+        for document in documents:
+            delivered += 1
+            yield document
+
+    sink: PartSink | None = None
+    try:
+        sink = taker = recipe.open(task.index, part)
+        run_parser(
+            task.spec,
+            task.file,
+            task.source,
+            task.password,
+            budget,
+            lambda documents: taker.take(
+                task.index, counted(finished(task, documents, replaced.append, warn=False))
+            ),
+            (part, parts),
+        )
+        answer["state"] = sink.state(task.index)
+    except ParseError as exc:
+        answer["error"] = [type(exc).__name__, str(exc)]
+    except OSError as exc:
+        answer["oserror"] = [exc.errno, exc.strerror or str(exc), exc.filename]
+    except Exception as exc:  # the sink's own failure: this file fails, with its cause
+        cause = f"{type(exc).__name__}: {exc}"
+        message = f"{task.source}: taking part {part + 1} of {parts} failed ({cause})"
+        answer["error"] = ["ParseError", message]
+    finally:
+        if sink is not None:
+            sink.close()
+    answer["replaced"] = sum(replaced)
+    answer["delivered"] = delivered
+    answer["logs"] = list(_COLLECTOR.records) if _COLLECTOR is not None else []
+    return json.dumps(answer, ensure_ascii=False)
+
+
 def _replay_logs(answer: dict[str, Any]) -> None:
     """Emit a worker's log records in this process's loggers."""
     for name, level, message in answer["logs"]:
@@ -258,6 +364,17 @@ class Delivery(Protocol):
     def drop(self, task: Task) -> None:
         """Forget what :meth:`take` kept of ``task``'s file: it failed part-way."""
 
+    @property
+    def parts(self) -> SinkParts | None:
+        """The recipe of sinks for parts of a file, or ``None``: files are taken whole."""
+
+    def adopt(self, task: Task, answers: list[dict[str, Any]]) -> None:
+        """Take ``task``'s file from the answers of its parts, in order (each has the part
+        sink's ``state``, and the ``replaced`` and ``delivered`` counts)."""
+
+    def discard(self, task: Task, parts: int) -> None:
+        """Forget the parts of ``task``'s file: one of them failed."""
+
 
 def _attempt(task: Task, budget: float | None, delivery: Delivery | None) -> Outcome:
     then = None if delivery is None else functools.partial(delivery.take, task)
@@ -282,6 +399,25 @@ def _deliver(
     except BudgetExceeded:
         delivery.drop(task)
         return failure(task.source, ParseError(task.source, budget_message(seconds or 0)))
+    return []
+
+
+def _adopt(task: Task, answers: list[dict[str, Any]], delivery: Delivery) -> Outcome:
+    """Hand the parts of a record file, parsed by the workers into sinks of their own, to
+    ``delivery``: the file fails with its first part's error, as it would have failed whole
+    (each part reads and checks the whole file), and a full disk stops the batch as it does
+    in this process."""
+    for answer in answers:
+        if answer["oserror"] is not None:
+            delivery.discard(task, len(answers))
+            number, message, filename = answer["oserror"]
+            raise OSError(number, message, filename)
+    for answer in answers:
+        if answer["error"] is not None:
+            delivery.discard(task, len(answers))
+            return (task.source, answer["error"][0], answer["error"][1])
+    delivery.adopt(task, answers)
+    warn_replaced(task.source, sum(answer["replaced"] for answer in answers))
     return []
 
 
@@ -315,29 +451,53 @@ def _guarded(task: Task) -> bool:
     return task.spec.builtin and light and task.size >= GUARD_MIN_BYTES
 
 
-def _pooled(task: Task) -> bool:
-    return _heavy(task) or _guarded(task)
+def _parted(task: Task, size: int, recipe: SinkParts | None) -> bool:
+    """A record file big enough to be parsed in parts, for a sink that takes parts, by
+    more than one worker."""
+    streamed = task.spec.builtin and task.spec.name in _STREAMED
+    return recipe is not None and size > 1 and streamed and task.size >= PARTS_MIN_BYTES
 
 
-def _shards(task: Task, size: int) -> int:
+def _pooled(task: Task, size: int, recipe: SinkParts | None) -> bool:
+    return _heavy(task) or _guarded(task) or _parted(task, size, recipe)
+
+
+def _shards(task: Task, size: int, recipe: SinkParts | None = None) -> int:
+    """The jobs ``task``'s file is cut into for ``size`` workers: a long PDF's page shards,
+    a big record file's parts."""
+    if _parted(task, size, recipe):
+        return min(size, MAX_PARTS)
     return size if task.spec.name == "pdf" and task.size >= SHARD_MIN_BYTES else 1
 
 
-def pool_size(tasks: list[Task], workers: int | None) -> int:
+def _in_parts(task: Task, jobs: int) -> bool:
+    """Whether ``task``'s file went to the workers in parts (:func:`_parted`), given the
+    number of its jobs."""
+    return jobs > 1 and task.spec.builtin and task.spec.name in _STREAMED
+
+
+def pool_size(tasks: list[Task], workers: int | None, recipe: SinkParts | None = None) -> int:
     """Workers to start: none for a batch that does not repay them, at least one for a
-    :func:`_guarded` file (unless ``workers`` is 1: everything in the calling process)."""
+    :func:`_guarded` file (unless ``workers`` is 1: everything in the calling process), and
+    one per part (:data:`MAX_PARTS`) for a record file parsed in parts."""
+    if multiprocessing.current_process().daemon:
+        return 0  # daemonic processes, e.g. pool workers, may not start processes
+    available = workers or os.cpu_count() or 1
+    parted = available > 1 and any(_parted(t, available, recipe) for t in tasks)
+    return max(min(available, MAX_PARTS) if parted else 0, _format_workers(tasks, workers))
+
+
+def _format_workers(tasks: list[Task], workers: int | None) -> int:
+    """:func:`pool_size` for the heavy and guarded formats."""
+    available = workers or os.cpu_count() or 1
     heavy = [t for t in tasks if _heavy(t)]
     big = any(_shards(t, 2) > 1 for t in heavy)
     guarded = workers != 1 and any(_guarded(t) for t in tasks)
-    if multiprocessing.current_process().daemon:
-        return 0  # daemonic processes, e.g. pool workers, may not start processes
     if not guarded and (not heavy or (len(heavy) < 2 and not big)):
         return 0
-    if workers is None:
-        if not guarded and sum(t.size for t in heavy) < POOL_MIN_BYTES:
-            return 0
-        workers = os.cpu_count() or 1
-    size = workers if big else min(workers, len([t for t in tasks if _pooled(t)]))
+    if workers is None and not guarded and sum(t.size for t in heavy) < POOL_MIN_BYTES:
+        return 0
+    size = available if big else min(available, len([t for t in tasks if _pooled(t, 1, None)]))
     return size if size > 1 or guarded else 0
 
 
@@ -350,9 +510,16 @@ def _mp_context() -> BaseContext:
 Jobs = dict[Future[str], tuple[Task, int, int]]  # future -> (task, shard, shards)
 
 
-def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack, budget: float | None) -> Jobs:
+def submit(
+    tasks: list[Task],
+    size: int,
+    stack: contextlib.ExitStack,
+    budget: float | None,
+    recipe: SinkParts | None = None,
+) -> Jobs:
     """Start ``size`` workers (stopped with ``stack``) and send them the heavy files, big PDFs
-    split in ``size`` page shards.
+    split in ``size`` page shards, and big record files in ``size`` parts, each parsed into
+    a sink opened from ``recipe``.
 
     pebble's pool, unlike the standard library's, survives a worker's death: only that
     worker's file fails (``ProcessExpired``), and a file past its time budget has its worker
@@ -361,17 +528,27 @@ def submit(tasks: list[Task], size: int, stack: contextlib.ExitStack, budget: fl
     pool = ProcessPool(size, initializer=_init_worker, context=_mp_context())
     stack.callback(pool.join)
     stack.callback(pool.stop)  # runs first: kills what is left when the caller gives up
-    jobs = [(t, n, _shards(t, size)) for t in tasks if _pooled(t) for n in range(_shards(t, size))]
+    jobs = [
+        (t, n, _shards(t, size, recipe))
+        for t in tasks
+        if _pooled(t, size, recipe)
+        for n in range(_shards(t, size, recipe))
+    ]
     jobs.sort(key=lambda job: -job[0].size / job[2])  # longest first: no lone straggler
     logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
     futures: Jobs = {}
     for task, shard, shards in jobs:
-        seconds = file_budget(
-            budget, task.size, task.spec.name
-        )  # a shard has a share of the work and all
-        timeout = None if seconds is None else seconds + _GRACE  # the time: the file's
-        args = (str(task.file), task.source, task.spec.name, shard, shards, task.password, seconds)
-        futures[pool.schedule(_work, args=args, timeout=timeout)] = (task, shard, shards)
+        # a shard or a part has a share of the work and all the time: the file's
+        seconds = file_budget(budget, task.size, task.spec.name)
+        timeout = None if seconds is None else seconds + _GRACE
+        if recipe is not None and _parted(task, size, recipe):
+            future = pool.schedule(
+                _work_part, args=(task, shard, shards, seconds, recipe), timeout=timeout
+            )
+        else:
+            args = (str(task.file), task.source, task.spec.name, shard, shards, task.password)
+            future = pool.schedule(_work, args=(*args, seconds), timeout=timeout)
+        futures[future] = (task, shard, shards)
     return futures
 
 
@@ -402,15 +579,21 @@ def execute(
             for other, (sibling, _, _) in jobs.items():
                 if sibling.index == task.index:
                     other.cancel()  # the file's other shards: a running one is killed
+            if delivery is not None and _in_parts(task, shards):
+                delivery.discard(task, shards)
             yield
             continue
         _replay_logs(answer)
         slots = answers.setdefault(task.index, [None] * shards)
         slots[shard] = answer
         if all(slot is not None for slot in slots):
-            outcome = _merge(task, [a for a in slots if a is not None])
-            if delivery is not None and not isinstance(outcome, tuple):
-                outcome = _deliver(task, outcome, budget, delivery)
+            done = [a for a in slots if a is not None]
+            if delivery is not None and _in_parts(task, shards):
+                outcome = _adopt(task, done, delivery)
+            else:
+                outcome = _merge(task, done)
+                if delivery is not None and not isinstance(outcome, tuple):
+                    outcome = _deliver(task, outcome, budget, delivery)
             results[task.index] = outcome
             yield
 

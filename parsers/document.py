@@ -37,6 +37,7 @@ __all__ = [
     "replace_surrogates",
     "stable_id",
     "strict_utf8",
+    "warn_replaced",
 ]
 
 logger = logging.getLogger(__name__)
@@ -160,7 +161,14 @@ def documents_without_surrogates(
     is logged (WARNING, naming ``source``) when not zero."""
     totals: list[int] = []
     cleaned = list(iter_without_surrogates(documents, source, keep, totals.append))
+    warn_replaced(source, sum(totals))
     return cleaned, sum(totals)
+
+
+def warn_replaced(source: str, total: int) -> None:
+    """Log (WARNING) the lone surrogates replaced in a file's documents, if any."""
+    if total:
+        logger.warning("%s: %d lone surrogates (not characters) replaced by U+FFFD", source, total)
 
 
 def iter_without_surrogates(
@@ -170,14 +178,13 @@ def iter_without_surrogates(
     counted: Callable[[int], None],
 ) -> Iterator[Document]:
     """:func:`documents_without_surrogates` one document at a time (a file's documents
-    streamed, never listed); the total goes to ``counted`` once the last one is read."""
+    streamed, never listed), unlogged; the total goes to ``counted`` once the last one is
+    read (for :func:`warn_replaced`)."""
     total = 0
     for document in documents:
         clean, count = document_without_surrogates(document, keep)
         total += count
         yield clean
-    if total:
-        logger.warning("%s: %d lone surrogates (not characters) replaced by U+FFFD", source, total)
     counted(total)
 
 

@@ -38,7 +38,11 @@ from ragtools.parsers.document import Document, stable_id
 from ragtools.parsers.outline import OUTLINE_KEY
 from ragtools.parsers.registry import ParserSpec
 
-__all__ = ["file_metadata", "file_type", "source_name", "with_file_metadata"]
+__all__ = ["FILE_NAMES", "file_metadata", "file_type", "source_name", "with_file_metadata"]
+
+FILE_NAMES = frozenset({"source", "path"})
+"""The metadata that name the file: the loader's, and kept exactly (a name that is not UTF-8
+holds lone surrogates legitimately, PEP 383)."""
 
 _SPELLINGS = {
     "htm": "html",

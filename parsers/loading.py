@@ -55,7 +55,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import JsonValue
 
 from ragtools.parsers import (  # noqa: F401  (register formats)
     html,
@@ -71,9 +73,11 @@ from ragtools.parsers._budget import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_BUDGET, 
 from ragtools.parsers._pool import (
     Jobs,
     Outcome,
+    SinkParts,
     Task,
     execute,
     failure,
+    finished,
     pool_size,
     run_isolated,
     run_parser,
@@ -83,10 +87,14 @@ from ragtools.parsers._progress import progress
 from ragtools.parsers.document import (
     Document,
     documents_without_surrogates,
-    iter_without_surrogates,
 )
 from ragtools.parsers.errors import ConfigError, ParseError
-from ragtools.parsers.file_metadata import file_metadata, source_name, with_file_metadata
+from ragtools.parsers.file_metadata import (
+    FILE_NAMES,
+    file_metadata,
+    source_name,
+    with_file_metadata,
+)
 from ragtools.parsers.policy import content_skip, select_documents
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
 from ragtools.parsers.selection import (
@@ -105,6 +113,7 @@ __all__ = [
     "DocumentSink",
     "FileError",
     "LoadResult",
+    "PartedSink",
     "Plan",
     "load",
     "load_dir",
@@ -117,8 +126,6 @@ logger = logging.getLogger(__name__)
 #: Files larger than this are refused by :func:`load` and skipped by :func:`load_dir`
 #: (a 100 MiB PDF is ~1 min of pypdf; text that size is some 50,000 pages).
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
-#: Metadata the loader owns: file names, which may hold lone surrogates legitimately (PEP 383).
-_FILE_NAMES = frozenset({"source", "path"})
 
 
 @dataclass(frozen=True)
@@ -165,6 +172,27 @@ class DocumentSink(Protocol):
         budget, or its parser failed after some documents)."""
 
 
+@runtime_checkable
+class PartedSink(DocumentSink, Protocol):
+    """A :class:`DocumentSink` that can also take a big record file in parts: each part is
+    parsed by a worker process into a sink of the worker's own, opened from :attr:`parts`
+    (so a million documents never travel between processes), then adopted here, in order.
+    An index build's spill is one: the records of a big CSV or JSON file are then made into
+    documents and chunks on every core."""
+
+    @property
+    def parts(self) -> SinkParts | None:
+        """The recipe the workers open their sinks with (picklable); ``None``: this sink
+        takes files whole."""
+
+    def adopt(self, file: int, states: list[JsonValue]) -> None:
+        """Take ``file`` from its parts' sinks, given the ``state`` of each, in order, as if
+        :meth:`take` had taken its documents."""
+
+    def discard(self, file: int, parts: int) -> None:
+        """Forget the ``parts`` parts of ``file``: one of them failed."""
+
+
 class _Sinking:
     """The loader's :class:`~parsers._pool.Delivery` into a :class:`DocumentSink`: each
     document finished as :attr:`LoadResult.documents` holds them, counting surrogates."""
@@ -176,7 +204,7 @@ class _Sinking:
         """Documents each file handed to the sink (for the loader's log line)."""
 
     def take(self, task: Task, documents: Iterable[Document]) -> None:
-        self.sink.take(task.index, self._counted(task, _finished(task, documents, self.count)))
+        self.sink.take(task.index, self._counted(task, finished(task, documents, self.count)))
 
     def drop(self, task: Task) -> None:
         self.delivered.pop(task.index, None)
@@ -190,15 +218,21 @@ class _Sinking:
     def count(self, replaced: int) -> None:
         self.replaced += replaced
 
+    @property
+    def parts(self) -> SinkParts | None:
+        return self.sink.parts if isinstance(self.sink, PartedSink) else None
 
-def _finished(
-    task: Task, documents: Iterable[Document], counted: Callable[[int], None]
-) -> Iterator[Document]:
-    """A file's documents as the loader returns them: lone surrogates replaced (counted),
-    its ``source`` relative to the root, and the file's metadata."""
-    name = task.name or task.source
-    for document in iter_without_surrogates(documents, task.source, _FILE_NAMES, counted):
-        yield with_file_metadata(document, name, task.metadata)
+    def adopt(self, task: Task, answers: list[dict[str, Any]]) -> None:
+        if not isinstance(self.sink, PartedSink):  # (never sent in parts then)
+            msg = f"{task.source}: parsed in parts for a sink that takes no parts"
+            raise TypeError(msg)
+        self.sink.adopt(task.index, [answer["state"] for answer in answers])
+        self.replaced += sum(answer["replaced"] for answer in answers)
+        self.delivered[task.index] = sum(answer["delivered"] for answer in answers)
+
+    def discard(self, task: Task, parts: int) -> None:
+        if isinstance(self.sink, PartedSink):
+            self.sink.discard(task.index, parts)
 
 
 def _too_large(size: int, max_bytes: int) -> str | None:
@@ -367,7 +401,7 @@ def _prepare(
 def _finish(source: str, file: Path, spec: ParserSpec, parsed: list[Document]) -> list[Document]:
     """The documents of one file as :func:`load` returns them: surrogates replaced, the
     file's metadata added."""
-    documents, _ = documents_without_surrogates(parsed, source, _FILE_NAMES)
+    documents, _ = documents_without_surrogates(parsed, source, FILE_NAMES)
     try:
         extra = file_metadata(file, spec, file.stat())
     except OSError as exc:
@@ -599,11 +633,12 @@ def _load(
     delivery = None if sink is None else _Sinking(sink)
     tasks, failed = _plan(files, skipped, max_bytes, password, root)
     results: dict[int, Outcome] = dict(failed)
-    size = pool_size(tasks, workers)
+    recipe = None if delivery is None else delivery.parts
+    size = pool_size(tasks, workers, recipe)
     with contextlib.ExitStack() as stack:
         jobs: Jobs = {}
         if size:  # workers start now, before the progress bar's monitor thread would
-            jobs = submit(tasks, size, stack, time_budget)
+            jobs = submit(tasks, size, stack, time_budget, recipe)
         steps = execute(tasks, jobs, results, time_budget, delivery)
         for _ in progress(
             steps, total=len(tasks), desc="parsing", show_progress=show_progress, unit="files"
@@ -618,7 +653,7 @@ def _load(
         if isinstance(outcome, tuple):
             errors.append(FileError(*outcome))
         else:  # (empty when a sink took the documents)
-            documents.extend(_finished(by_index[index], outcome, totals.append))
+            documents.extend(finished(by_index[index], outcome, totals.append))
     replaced = sum(totals)
     skipped.sort()
     logger.info(

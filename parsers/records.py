@@ -54,7 +54,15 @@ from ragtools.parsers.normalize import normalize_text
 from ragtools.parsers.registry import register_parser
 from ragtools.parsers.text import decode_bytes, read_lines
 
-__all__ = ["LONG_FIELD_CHARS", "load_beir_corpus", "load_records", "parse_csv", "parse_json"]
+__all__ = [
+    "LONG_FIELD_CHARS",
+    "PARTED",
+    "load_beir_corpus",
+    "load_records",
+    "parse_csv",
+    "parse_json",
+    "parse_part",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -113,9 +121,17 @@ def _metadata(
     return metadata
 
 
-def _beir_documents(records: Sequence[Record], source: str) -> Iterator[Document]:
+def _share(records: Sequence[Record], span: range | None) -> range:
+    return range(len(records)) if span is None else span
+
+
+def _beir_documents(
+    records: Sequence[Record], source: str, span: range | None = None
+) -> Iterator[Document]:
+    span = _share(records, span)
     seen: dict[str, int] = {}
-    for row, fields in records:
+    for position in range(span.stop):  # the ids before the share too: a duplicate is
+        row, fields = records[position]  # reported where it is, whichever share holds it
         doc_id = str(fields["_id"])
         if doc_id in seen:
             msg = (
@@ -123,6 +139,8 @@ def _beir_documents(records: Sequence[Record], source: str) -> Iterator[Document
             )
             raise ParseError(source, msg)
         seen[doc_id] = row
+        if position < span.start:
+            continue
         title = normalize_text(str(fields.get("title") or ""))
         body = normalize_text(str(fields.get("text") or ""))
         text = f"{title}\n\n{body}" if title and body else (title or body)
@@ -135,14 +153,15 @@ def _beir_documents(records: Sequence[Record], source: str) -> Iterator[Document
 
 
 def _field_documents(
-    records: Sequence[Record], source: str, text_field: str | None
+    records: Sequence[Record], source: str, text_field: str | None, span: range | None = None
 ) -> Iterator[Document]:
     field = text_field or _choose_text_field(records, source)
     if text_field is not None and not any(field in fields for _, fields in records):
         msg = f"text field {field!r} is in no record; fields: {sorted(records[0][1])}"
         raise ParseError(source, msg)
     skip = frozenset({field})
-    for row, fields in records:
+    for position in _share(records, span):
+        row, fields = records[position]
         value = fields.get(field)
         text = normalize_text(value if isinstance(value, str) else "")
         if not text:
@@ -173,12 +192,16 @@ def _title_column(records: Sequence[Record]) -> str | None:
     return columns[0] if columns else None
 
 
-def _row_documents(records: Sequence[Record], source: str) -> Iterator[Document]:
+def _row_documents(
+    records: Sequence[Record], source: str, span: range | None = None
+) -> Iterator[Document]:
     """One document per CSV row, every column searchable (see the module docstring)."""
     title_column = _title_column(records)
     names: dict[Any, str] = {}  # each column's name as the text spells it, normalised once
     made = 0
-    for row, fields in records:
+    span = _share(records, span)
+    for position in span:
+        row, fields = records[position]
         lines = []
         title = ""
         for key, value in fields.items():
@@ -196,15 +219,18 @@ def _row_documents(records: Sequence[Record], source: str) -> Iterator[Document]
             metadata["title"] = " ".join(title.split())
         made += 1
         yield Document(id=stable_id("doc", source, row, text), text=text, metadata=metadata)
-    if made < len(records):
-        logger.debug("%s: %d empty rows skipped", source, len(records) - made)
+    if made < len(span):
+        logger.debug("%s: %d empty rows skipped", source, len(span) - made)
 
 
 def _to_documents(
-    records: Sequence[Record], source: str, text_field: str | None
+    records: Sequence[Record], source: str, text_field: str | None, span: range | None = None
 ) -> Iterator[Document]:
-    """The documents of ``records``, one at a time: a file of a million records is never a
-    list of a million documents (the loader's consumer takes them as they come)."""
+    """The documents of ``records`` (of the records at the positions ``span`` only, when
+    given: a part, see :func:`parse_part`; what kind of records they are is decided over
+    all of them), one at a time: a file of a million records is never a list of a million
+    documents (the loader's consumer takes them as they come)."""
+    span = _share(records, span)
     if not records:
         logger.warning("%s: no records; no document", source)
         return
@@ -214,14 +240,14 @@ def _to_documents(
     )
     made = 0
     for document in (
-        _beir_documents(records, source)
+        _beir_documents(records, source, span)
         if is_beir
-        else _field_documents(records, source, text_field)
+        else _field_documents(records, source, text_field, span)
     ):
         made += 1
         yield document
-    if made < len(records):
-        logger.debug("%s: %d records without text skipped", source, len(records) - made)
+    if made < len(span):
+        logger.debug("%s: %d records without text skipped", source, len(span) - made)
 
 
 def _record(item: Any, number: int, source: str, *, lines: bool) -> dict[str, Any]:
@@ -328,6 +354,38 @@ def parse_csv(path: Path, *, source: str, password: str | None = None) -> Iterat
         ParseError: undecodable, invalid CSV, or no header.
     """
     return _row_documents(_read_csv(path, source), source)
+
+
+#: The parsers whose files can be parsed in parts (:func:`parse_part`).
+PARTED = frozenset({"csv", "json"})
+
+
+def parse_part(
+    parser: str, path: Path, *, source: str, part: int, parts: int
+) -> Iterator[Document]:
+    """The documents of one of ``parts`` contiguous shares of a record file's records:
+    what ``parser`` (``"csv"`` or ``"json"``) makes of them, in order, as it makes them
+    when it parses the whole file.
+
+    Every share reads and checks the whole file, so each decides what the records are (the
+    text field, BEIR or not, the title column) as the whole file decides it, and reports
+    the same first error; then it makes the documents of its own records only. The loader
+    uses this to spread a file of a million records over its worker processes (each
+    record's document costs far more than reading the file again).
+
+    Raises:
+        ParseError: as :func:`parse_csv` and :func:`parse_json` raise it.
+    """
+    if parser == "csv":
+        rows = _read_csv(path, source)
+        return _row_documents(rows, source, _part_span(len(rows), part, parts))
+    records = _read_json(path, source)
+    return _to_documents(records, source, None, _part_span(len(records), part, parts))
+
+
+def _part_span(count: int, part: int, parts: int) -> range:
+    """The positions of share ``part`` of ``parts`` (sizes differing by one at most)."""
+    return range(count * part // parts, count * (part + 1) // parts)
 
 
 def _read_file(file: Path, name: str) -> list[Record]:

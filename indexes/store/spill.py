@@ -35,11 +35,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError
 
+from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.store.chunks import FileRows, add_file_rows, chunk_line, extend_file_rows
 from ragtools.indexes.store.doc_texts import encode_text
 from ragtools.indexes.store.segments import SEGMENTS, shard_of
@@ -111,6 +114,41 @@ Tokens = Callable[[Sequence[Chunk]], list[list[str]]]
 """Chunks to the BM25 tokens of each, as the index's settings make them."""
 
 
+def keyword_tokens(settings: IndexSettings) -> Tokens | None:
+    """Chunks to their BM25 tokens with ``settings`` (``None``: no BM25 half): what
+    :meth:`BM25Index.add` makes of each chunk's :meth:`IndexSettings.keyword_text`."""
+    if not settings.keyword:
+        return None
+    tokenizer = settings.new_bm25().tokenizer
+
+    def tokens(chunks: Sequence[Chunk]) -> list[list[str]]:
+        return [tokenizer(settings.keyword_text(c)) for c in chunks]
+
+    return tokens
+
+
+@dataclass(frozen=True)
+class SpillParts:
+    """How a :class:`ChunkSpill` made from ``settings`` in ``directory`` has the parts of a
+    big record file spilled: each worker process of the loader opens a spill of its own in
+    a subdirectory (this recipe travels to the workers, pickled in memory), which the
+    spill then adopts (:meth:`ChunkSpill.adopt`) as if it had taken the whole file."""
+
+    directory: Path
+    settings: IndexSettings
+
+    def path(self, file: int, part: int) -> Path:
+        return self.directory / f"part-{file}-{part}"
+
+    def open(self, file: int, part: int) -> ChunkSpill:
+        """A new spill for part ``part`` of the batch's file ``file``
+        (:class:`~parsers.loading.PartedSink`)."""
+        directory = self.path(file, part)
+        shutil.rmtree(directory, ignore_errors=True)  # a killed attempt's
+        directory.mkdir()
+        return ChunkSpill.of(directory, self.settings)
+
+
 @dataclass
 class _FileSpill:
     """What :class:`ChunkSpill` keeps of one file: where its bytes are in each spill, its
@@ -148,9 +186,11 @@ class ChunkSpill:
         directory: Path,
         split: Callable[[Sequence[Document]], list[Chunk]],
         tokens: Tokens | None = None,
+        parts: SpillParts | None = None,
     ):
         self._split = split
         self._tokens = tokens
+        self._parts = parts
         self._chunks = open(directory / "chunks.jsonl", "w+b")  # noqa: SIM115 - see close
         self._texts = open(directory / "texts.txt", "w+b")  # noqa: SIM115
         self._token_lines = open(directory / "tokens.txt", "w+b")  # noqa: SIM115
@@ -161,12 +201,22 @@ class ChunkSpill:
         self.rows = 0
         """Chunks spilled, over every file."""
 
+    @classmethod
+    def of(cls, directory: Path, settings: IndexSettings) -> ChunkSpill:
+        """The spill of an index with ``settings``, which takes big record files in parts."""
+        parts = SpillParts(directory, settings)
+        return cls(directory, settings.split, keyword_tokens(settings), parts)
+
     def __enter__(self) -> ChunkSpill:
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the spill's files (they stay, for :meth:`adopt` when this is a part's)."""
         for handle in (self._chunks, self._texts, self._token_lines):
             handle.close()
 
@@ -217,6 +267,82 @@ class ChunkSpill:
             handle.truncate()
         self._seen.difference_update(spilled.ids)
         self._taking = (-1, _FileSpill())
+
+    @property
+    def parts(self) -> SpillParts | None:
+        """The recipe of the spills of a file's parts; ``None``: this spill takes files
+        whole (:class:`~parsers.loading.PartedSink`)."""
+        return self._parts
+
+    def state(self, file: int) -> dict[str, JsonValue]:
+        """What :meth:`adopt` needs of this part's spill of ``file``, which it holds alone
+        (:class:`~parsers.loading.PartedSink`)."""
+        spilled = self._files[file]
+        state = {
+            "rows": spilled.rows,
+            "ids": spilled.ids,
+            "lengths": spilled.lengths.tolist(),
+            "files": spilled.files,
+        }
+        return cast(dict[str, JsonValue], state)
+
+    def adopt(self, file: int, states: list[JsonValue]) -> None:
+        """Take ``file`` from the spills of its parts (the ``state`` of each, in order), as
+        :meth:`take` would have taken its documents: their bytes appended to these spills,
+        each document's text kept once; the parts' spills are then deleted
+        (:class:`~parsers.loading.PartedSink`)."""
+        whole = _FileSpill()
+        whole.chunks = (self._chunks.tell(), self._chunks.tell())
+        whole.texts = (self._texts.tell(), self._texts.tell())
+        whole.tokens = (self._token_lines.tell(), self._token_lines.tell())
+        parts = self._recipe()
+        for part, state in enumerate(states):
+            directory = parts.path(file, part)
+            got = cast(dict[str, Any], state)
+            for name, handle in (("chunks.jsonl", self._chunks), ("tokens.txt", self._token_lines)):
+                with open(directory / name, "rb") as spilled:
+                    shutil.copyfileobj(spilled, handle, _COPY_BYTES)
+            with open(directory / "texts.txt", "rb") as texts:
+                self._adopt_texts(whole, texts, got["ids"], got["lengths"])
+            extend_file_rows(whole.files, whole.rows, got["files"])
+            whole.rows += got["rows"]
+            shutil.rmtree(directory, ignore_errors=True)
+        whole.chunks = (whole.chunks[0], self._chunks.tell())
+        whole.texts = (whole.texts[0], self._texts.tell())
+        whole.tokens = (whole.tokens[0], self._token_lines.tell())
+        self._files[file] = whole
+        self.rows += whole.rows
+
+    def _adopt_texts(
+        self, whole: _FileSpill, texts: BinaryIO, ids: list[str], lengths: list[int]
+    ) -> None:
+        """A part's texts appended, but those of documents taken already."""
+        if self._seen.isdisjoint(ids):  # nearly always: copied at once
+            shutil.copyfileobj(texts, self._texts, _COPY_BYTES)
+            self._seen.update(ids)
+            whole.ids.extend(ids)
+            whole.lengths.extend(lengths)
+            return
+        for doc_id, length in zip(ids, lengths, strict=True):
+            data = texts.read(length)
+            if doc_id not in self._seen:
+                self._seen.add(doc_id)
+                self._texts.write(data)
+                whole.ids.append(doc_id)
+                whole.lengths.append(length)
+
+    def discard(self, file: int, parts: int) -> None:
+        """Delete the spills of ``file``'s ``parts`` parts: one failed
+        (:class:`~parsers.loading.PartedSink`)."""
+        recipe = self._recipe()
+        for part in range(parts):
+            shutil.rmtree(recipe.path(file, part), ignore_errors=True)
+
+    def _recipe(self) -> SpillParts:
+        if self._parts is None:  # (the loader sends no parts then)
+            msg = "this spill takes files whole: make it with ChunkSpill.of to take parts"
+            raise TypeError(msg)
+        return self._parts
 
     def write_chunks(self, path: Path, files: Iterable[int]) -> None:
         """The chunk store of ``files``' chunks, in the order of ``files``; fsynced."""
