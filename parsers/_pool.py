@@ -453,9 +453,12 @@ def _guarded(task: Task) -> bool:
 
 def _parted(task: Task, size: int, recipe: SinkParts | None) -> bool:
     """A record file big enough to be parsed in parts, for a sink that takes parts, by
-    more than one worker."""
+    more than one worker, started by ``fork``: under ``spawn`` (a caller with threads, or
+    not Linux) a script without a ``__main__`` guard could not start them, where taking
+    the file whole in this process always works."""
     streamed = task.spec.builtin and task.spec.name in _STREAMED
-    return recipe is not None and size > 1 and streamed and task.size >= PARTS_MIN_BYTES
+    forked = _mp_context().get_start_method() == "fork"
+    return recipe is not None and size > 1 and streamed and task.size >= PARTS_MIN_BYTES and forked
 
 
 def _pooled(task: Task, size: int, recipe: SinkParts | None) -> bool:
@@ -525,15 +528,15 @@ def submit(
     worker's file fails (``ProcessExpired``), and a file past its time budget has its worker
     killed and replaced.
     """
-    pool = ProcessPool(size, initializer=_init_worker, context=_mp_context())
-    stack.callback(pool.join)
-    stack.callback(pool.stop)  # runs first: kills what is left when the caller gives up
-    jobs = [
+    jobs = [  # (decided before the pool's threads start: they make the context spawn's)
         (t, n, _shards(t, size, recipe))
         for t in tasks
         if _pooled(t, size, recipe)
         for n in range(_shards(t, size, recipe))
     ]
+    pool = ProcessPool(size, initializer=_init_worker, context=_mp_context())
+    stack.callback(pool.join)
+    stack.callback(pool.stop)  # runs first: kills what is left when the caller gives up
     jobs.sort(key=lambda job: -job[0].size / job[2])  # longest first: no lone straggler
     logger.debug("parsing in %d processes: %d jobs", size, len(jobs))
     futures: Jobs = {}
@@ -541,7 +544,7 @@ def submit(
         # a shard or a part has a share of the work and all the time: the file's
         seconds = file_budget(budget, task.size, task.spec.name)
         timeout = None if seconds is None else seconds + _GRACE
-        if recipe is not None and _parted(task, size, recipe):
+        if recipe is not None and _in_parts(task, shards):
             future = pool.schedule(
                 _work_part, args=(task, shard, shards, seconds, recipe), timeout=timeout
             )

@@ -125,22 +125,30 @@ def _share(records: Sequence[Record], span: range | None) -> range:
     return range(len(records)) if span is None else span
 
 
-def _beir_documents(
-    records: Sequence[Record], source: str, span: range | None = None
-) -> Iterator[Document]:
-    span = _share(records, span)
+def _beir_ids(records: Sequence[Record], source: str) -> dict[str, int]:
+    """The row of each ``_id`` of ``records`` (those before a part's share: a duplicate is
+    reported where it is, whichever share holds it)."""
     seen: dict[str, int] = {}
-    for position in range(span.stop):  # the ids before the share too: a duplicate is
-        row, fields = records[position]  # reported where it is, whichever share holds it
+    for row, fields in records:
+        _check_unique(seen, str(fields["_id"]), row, source)
+    return seen
+
+
+def _check_unique(seen: dict[str, int], doc_id: str, row: int, source: str) -> None:
+    if doc_id in seen:
+        msg = f"duplicate _id {doc_id!r} in records {seen[doc_id]} and {row}; ids must be unique"
+        raise ParseError(source, msg)
+    seen[doc_id] = row
+
+
+def _beir_documents(
+    records: Sequence[Record], source: str, seen: dict[str, int]
+) -> Iterator[Document]:
+    """The documents of BEIR ``records``, whose ``_id`` must not be in ``seen`` (the rows
+    of the ids before them) nor repeat."""
+    for row, fields in records:
         doc_id = str(fields["_id"])
-        if doc_id in seen:
-            msg = (
-                f"duplicate _id {doc_id!r} in records {seen[doc_id]} and {row}; ids must be unique"
-            )
-            raise ParseError(source, msg)
-        seen[doc_id] = row
-        if position < span.start:
-            continue
+        _check_unique(seen, doc_id, row, source)
         title = normalize_text(str(fields.get("title") or ""))
         body = normalize_text(str(fields.get("text") or ""))
         text = f"{title}\n\n{body}" if title and body else (title or body)
@@ -152,16 +160,17 @@ def _beir_documents(
         yield Document(id=doc_id, text=text, metadata=metadata)
 
 
-def _field_documents(
-    records: Sequence[Record], source: str, text_field: str | None, span: range | None = None
-) -> Iterator[Document]:
+def _text_field(records: Sequence[Record], source: str, text_field: str | None) -> str:
     field = text_field or _choose_text_field(records, source)
     if text_field is not None and not any(field in fields for _, fields in records):
         msg = f"text field {field!r} is in no record; fields: {sorted(records[0][1])}"
         raise ParseError(source, msg)
+    return field
+
+
+def _field_documents(records: Sequence[Record], source: str, field: str) -> Iterator[Document]:
     skip = frozenset({field})
-    for position in _share(records, span):
-        row, fields = records[position]
+    for row, fields in records:
         value = fields.get(field)
         text = normalize_text(value if isinstance(value, str) else "")
         if not text:
@@ -195,13 +204,15 @@ def _title_column(records: Sequence[Record]) -> str | None:
 def _row_documents(
     records: Sequence[Record], source: str, span: range | None = None
 ) -> Iterator[Document]:
-    """One document per CSV row, every column searchable (see the module docstring)."""
+    """One document per CSV row (of the rows at the positions ``span`` only, when given:
+    a part, see :func:`parse_part`; the title column is decided over all of them), every
+    column searchable (see the module docstring)."""
     title_column = _title_column(records)
+    span = _share(records, span)
+    records = records[span.start : span.stop]  # a part's frees the other rows
     names: dict[Any, str] = {}  # each column's name as the text spells it, normalised once
     made = 0
-    span = _share(records, span)
-    for position in span:
-        row, fields = records[position]
+    for row, fields in records:
         lines = []
         title = ""
         for key, value in fields.items():
@@ -238,12 +249,18 @@ def _to_documents(
         isinstance(fields.get("_id"), (str, int)) and not isinstance(fields["_id"], bool)
         for _, fields in records
     )
-    made = 0
-    for document in (
-        _beir_documents(records, source, span)
+    documents = (
+        _beir_documents(
+            records[span.start : span.stop], source, _beir_ids(records[: span.start], source)
+        )
         if is_beir
-        else _field_documents(records, source, text_field, span)
-    ):
+        else _field_documents(
+            records[span.start : span.stop], source, _text_field(records, source, text_field)
+        )
+    )
+    del records  # a part's documents need its own records only: the others are freed
+    made = 0
+    for document in documents:
         made += 1
         yield document
     if made < len(span):
@@ -463,7 +480,7 @@ def load_beir_corpus(path: str | Path, *, source: str | None = None) -> list[Doc
     records = _read_file(Path(path), name)
     for row, fields in records:
         _check_beir_record(fields, name, row)
-    documents = list(_beir_documents(records, name))
+    documents = list(_beir_documents(records, name, {}))
     if len(documents) < len(records):
         logger.debug("%s: %d records without text skipped", name, len(records) - len(documents))
     return documents_without_surrogates(documents, name, frozenset({"source"}))[0]

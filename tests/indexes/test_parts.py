@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import signal
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -36,6 +37,7 @@ def _parts(monkeypatch: pytest.MonkeyPatch, workers: int = 3) -> None:
     monkeypatch.setattr(_pool, "PARTS_MIN_BYTES", 1)
     monkeypatch.setattr(_pool, "MAX_PARTS", workers)
     monkeypatch.setattr(os, "cpu_count", lambda: workers)
+    assert _pool._mp_context().get_start_method() == "fork", "parts are made by forked workers"
 
 
 def _whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,11 +88,15 @@ def test_an_index_built_from_record_files_in_parts_is_the_one_built_from_them_wh
     _whole(monkeypatch)
     whole = Index.build([src], tmp_path / "whole", vector=False, shards=shards)
     _parts(monkeypatch)
-    parted = Index.build([src], tmp_path / "parted", vector=False, shards=shards)
+    with caplog.at_level(logging.DEBUG, logger=_pool.__name__):
+        parted = Index.build([src], tmp_path / "parted", vector=False, shards=shards)
+    pools = [m.split() for m in caplog.messages if m.startswith("parsing in")]
+    assert sum(int(words[-2]) for words in pools) == 12  # 4 record files (by shard) in 3 parts
     assert len(parted) == len(whole) > 4_000
     assert _files(tmp_path / "parted") == _files(tmp_path / "whole")
     mixed = f"{src / 'mixed.json'}: 1396 lone surrogates (not characters) replaced by U+FFFD"
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [mixed] * 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [mixed] * 2  # once a build, the total of the parts
     for query in ("bravo 1234", "Title 7", "nested record 12", "the same text"):
         assert parted.keyword_search(query, 5) == whole.keyword_search(query, 5)
 
@@ -246,3 +252,23 @@ def test_a_spill_adopts_parts_as_if_it_had_taken_the_file(tmp_path: Path) -> Non
         assert parted.files_rows(range(2)) == whole.files_rows(range(2))
         assert (parted.rows, parted.documents) == (whole.rows, whole.documents)
     assert read_chunks(tmp_path / "parted.jsonl") == read_chunks(tmp_path / "whole.jsonl")
+
+
+def test_a_caller_with_threads_takes_a_big_record_file_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Workers would be spawned then, which a script without a ``__main__`` guard cannot
+    do: the file is parsed in this process, as before parts existed."""
+    files = _bad_records(tmp_path / "src")[1:2]
+    monkeypatch.setattr(_pool, "PARTS_MIN_BYTES", 1)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        with caplog.at_level(logging.DEBUG, logger=_pool.__name__):
+            errors, sources = _spill_load(files, tmp_path)
+    finally:
+        stop.set()
+        thread.join()
+    assert (errors, sources) == ([], ["src/good.csv"])
+    assert not [m for m in caplog.messages if m.startswith("parsing in")]
