@@ -2,17 +2,21 @@
 
 Kept apart from ``loading.py`` so the public module holds the API and its rules (which files
 are read, skipped or refused), and this one the parallel machinery: which files go to a pool
-and how big it is, splitting a long PDF by pages, the worker entry point, and gathering the
-JSON answers and the workers' log records back in the caller; and :func:`run_isolated`, one
-file parsed in a worker process of its own (the agents' file tools).
+and how big it is, splitting a long PDF by pages and a big record file into parts, the
+worker entry points, and gathering the JSON answers and the workers' log records back in the
+caller; and :func:`run_isolated`, one file parsed in a worker process of its own (the agents'
+file tools).
 
 Processes, because pypdf and the Office libraries are pure Python (threads would serialise
 on the GIL). The pool is used only when it pays: PDF and Office files totalling
 ``POOL_MIN_BYTES`` (or ``workers`` given explicitly); a PDF of ``SHARD_MIN_BYTES`` or more is
-split by pages over the workers. Start method: ``fork`` on Linux when the caller has a single
-thread (instant, and scripts need no ``__main__`` guard), else ``spawn``. Results come back as
-JSON text, and the workers' log records (the scanned-page warnings) are re-emitted in the
-caller's loggers.
+split by pages over the workers. A CSV or JSON file of ``PARTS_MIN_BYTES`` or more is cut
+into two parts when the caller's sink can take parts (:class:`SinkParts`): a worker sends no
+documents back (a million would cost more as JSON than they save) but the state of a sink of
+its own, which the caller's sink adopts. Start method: ``fork`` on Linux when the caller has a
+single thread (instant, and scripts need no ``__main__`` guard), else ``spawn`` (and no
+parts). Results come back as JSON text, and the workers' log records (the scanned-page
+warnings) are re-emitted in the caller's loggers.
 
 This module imports nothing from ``loading.py``; ``loading.py`` imports from it. That keeps
 the import graph acyclic, which matters because ``spawn`` and ``forkserver`` children import

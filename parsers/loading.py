@@ -34,8 +34,15 @@ repays their start-up, a long PDF split by pages over the workers; light formats
 calling process meanwhile, except a file of ``GUARD_MIN_BYTES`` or more (CSV and JSON records
 aside, whose parsers the timer stops between two records), which gets a worker that can be
 killed at its budget, since its parser may be stuck inside C code (``workers=1`` keeps
-everything in the calling process). Under the ``spawn`` start method (a caller with threads)
-a script must call :func:`load_dir` under ``if __name__ == "__main__":`` or pass ``workers=1``.
+everything in the calling process). A CSV or JSON file of ``PARTS_MIN_BYTES`` or more, loaded
+into a :class:`PartedSink` (an index build's spill) by a caller with a single thread, is parsed
+in parts: two workers each read the whole file, decide what its records are as a whole parse
+decides it, and make the documents of their half of the records into a sink of their own,
+which the caller's sink then adopts in order; the result is the whole parse's, and so is the
+first error. A caller with threads would have to spawn the workers, which a script without a
+``__main__`` guard cannot, so it takes such a file whole, in its own process. Under the
+``spawn`` start method (a caller with threads) a script must call :func:`load_dir` under
+``if __name__ == "__main__":`` or pass ``workers=1``.
 Output is in sorted path order whatever the completion order; :mod:`ragtools.parsers._pool`
 holds that machinery. :func:`load_files` can hand each file's documents to a
 :class:`DocumentSink` as they are parsed instead of returning them (an index build splits

@@ -17,6 +17,13 @@ those files in bounded batches. A file of a million records thus never becomes a
 and its rows by source file, and per document its id and its text's length (to store each
 text once).
 
+A big CSV or JSON file is taken in parts (:class:`SpillParts`, see
+:class:`~parsers.loading.PartedSink`): each of the loader's worker processes splits and spills
+its share of the records into a spill of its own in a subdirectory, and the spill adopts the
+parts in order, appending their bytes to its files: the same bytes, rows and texts as taking
+the file whole, made on two cores (the documents and chunks of a million records are most of
+a build's time).
+
 The files are JSON lines, as the chunk store is, or plain text (tokens, and texts as the text
 store holds them): no pickle. They are deleted when the build ends, whether it succeeds or
 not.
