@@ -111,12 +111,19 @@ def test_update_writes_segments_for_the_changed_shards_and_still_equals(tmp_path
     embedder = FakeEmbedder(dim=32)
     sharded = Index.build([src], tmp_path / "many", shards=4, embedder=embedder, **settings())
     before = {s.name for s in sharded.segments}
-    edited = src / "file-005.md"
+    # A file's shard hashes its path, which holds the test's temporary folder: the edit and
+    # the removal go to the shard holding most files, and its two smallest, so most of its
+    # segment stays live and no merge folds it (a fold is a new segment of its own).
+    by_shard: dict[int, list[Path]] = {}
+    for file in sorted(src.glob("*.md")):
+        by_shard.setdefault(shard_of(str(file), 4), []).append(file)
+    crowded = max(by_shard.values(), key=len)
+    edited, removed = sorted(crowded, key=lambda f: f.stat().st_size)[:2]
     edited.write_text("---\npart: 4\n---\nbrand new words about quasars and pulsars.\n", "utf-8")
-    (src / "file-011.md").unlink()
+    removed.unlink()
     (src / "file-100.md").write_text("gamma rays photons and quasars.\n", "utf-8")
     report = sharded.update()
-    assert report.changed == [str(edited)] and report.removed == [str(src / "file-011.md")]
+    assert report.changed == [str(edited)] and report.removed == [str(removed)]
     assert report.added == [str(src / "file-100.md")]
     touched = {shard_of(str(p), 4) for p in (edited, src / "file-100.md")}
     new = [s for s in sharded.segments if s.name not in before]
