@@ -64,7 +64,7 @@ from ragtools.indexes.index import (
     read_version,
 )
 from ragtools.indexes.keyword.bm25 import BM25Index
-from ragtools.indexes.keyword.collection import combined
+from ragtools.indexes.keyword.collection import save_canonical
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import (
     Parsed,
@@ -678,7 +678,7 @@ class IndexWriter:
                 headers += [settings.vector_header(c) for c in part] if settings.context else []
         bm25_params = None
         if bm25 is not None:
-            files += _save_bm25(tmp, bm25, rows)
+            files += _save_bm25(tmp, bm25)
             bm25_params, bm25 = bm25.params, None  # its arrays are freed before the next step
         embedder_info = None
         vectors = 0
@@ -996,10 +996,9 @@ def _texts(documents: Iterable[Document]) -> dict[str, str]:
     return {doc.id: doc.text for doc in documents}
 
 
-def _save_bm25(tmp: Path, bm25: BM25Index, n_rows: int) -> list[str]:
+def _save_bm25(tmp: Path, bm25: BM25Index) -> list[str]:
     """Save a new segment's BM25 in its canonical form; the file names, for the manifest."""
-    canonical, _ = combined([bm25], [np.zeros(n_rows, np.bool_)])
-    canonical.save(tmp / "bm25")
+    save_canonical(bm25, tmp / "bm25")
     return [f"bm25/{p.name}" for p in sorted((tmp / "bm25").iterdir())]
 
 

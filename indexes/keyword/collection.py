@@ -19,7 +19,12 @@ those of one fresh index over its live rows, bit for bit, whatever history made 
 * :func:`combined` re-expresses the segments' live postings in that term space, merges them
   into one index over the live rows, and computes the weights from the collection's idf and
   ``avgdl``. A query term a segment lacks is still known (BM25+ adds ``delta * idf`` for it
-  to every matching row, as one index does).
+  to every matching row, as one index does). A build stores each new segment in this
+  form (its own statistics, its terms sorted) with :func:`save_canonical`: the files that
+  saving ``combined`` of it alone would write, from the same code, without making that
+  index (a dict of every term, which nothing there reads). One segment's terms are
+  mapped by their sorting order alone (:meth:`GlobalStats.ordered`), not looked up one by
+  one.
 
 * :class:`SegmentScorer` scores one segment's live rows with the collection's statistics
   without merging anything: per query, from the term frequencies of the query terms'
@@ -38,6 +43,9 @@ version writes new segments and records deletions (:mod:`indexes.store.segments`
 from __future__ import annotations
 
 import bisect
+import itertools
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.errors import IndexLoadError, IndexStateError
+from ragtools.indexes.keyword._io import write_index
 from ragtools.indexes.keyword._math import (
     Postings,
     Vocabulary,
@@ -65,6 +74,8 @@ from ragtools.indexes.keyword._query import (
 from ragtools.indexes.keyword.bm25 import BM25Index, Query
 from ragtools.indexes.ranking import Mask, Ranking
 
+logger = logging.getLogger(__name__)
+
 Ints = npt.NDArray[np.int64]
 
 
@@ -82,6 +93,8 @@ class ShardCounts:
     df: Ints
     n_live: int
     total_len: int
+    ids: Ints | None = None
+    """The segment's own id of each of ``terms`` (``None``: not counted from a segment)."""
 
 
 @dataclass(frozen=True)
@@ -103,8 +116,8 @@ class GlobalStats:
     @classmethod
     def merge(cls, shards: Sequence[ShardCounts]) -> GlobalStats:
         """Add up the segments' counts (the segments hold disjoint rows)."""
-        n_live = sum(s.n_live for s in shards)
-        total_len = sum(s.total_len for s in shards)
+        if len(shards) == 1:  # one segment's terms are distinct: they only need ordering
+            return cls.ordered(shards[0])[0]
         totals: dict[str, int] = {}
         for s in shards:
             if not totals:
@@ -113,9 +126,28 @@ class GlobalStats:
             get = totals.get
             for term, df in zip(s.terms, s.df.tolist(), strict=True):
                 totals[term] = get(term, 0) + df
-        terms = sorted(totals)
-        df_sorted = np.fromiter((totals[t] for t in terms), np.int64, len(terms))
-        return cls(n_live, total_len, terms, df_sorted)
+        summed = ShardCounts(
+            list(totals),
+            np.fromiter(totals.values(), np.int64, len(totals)),
+            sum(s.n_live for s in shards),
+            sum(s.total_len for s in shards),
+        )
+        return cls.ordered(summed)[0]
+
+    @classmethod
+    def ordered(cls, counts: ShardCounts) -> tuple[GlobalStats, Ints]:
+        """The statistics of ``counts`` (distinct terms) alone, their terms in the canonical
+        order, and the position in ``counts.terms`` of each: the one place that order is
+        made (by the term string; the module docstring says why)."""
+        terms = counts.terms
+        order = sorted(range(len(terms)), key=terms.__getitem__)
+        stats = cls(
+            counts.n_live,
+            counts.total_len,
+            [terms[i] for i in order],
+            counts.df[order] if order else counts.df[:0],
+        )
+        return stats, np.array(order, np.int64)
 
     @classmethod
     def of_segments(
@@ -160,6 +192,7 @@ def segment_counts(index: BM25Index, deleted: npt.NDArray[np.bool_]) -> ShardCou
         df[present].astype(np.int64),
         int(live.sum()),
         int(np.asarray(corpus.doc_len)[live].sum(dtype=np.int64)),
+        present.astype(np.int64),
     )
 
 
@@ -451,8 +484,68 @@ def combined(
         IndexLoadError: a segment has a live term the given statistics lack (they belong to
             another version); the message names ``where``.
     """
+    made = _canonical(indexes, deleted, stats, where)
     template = indexes[0]
-    if stats is None:
+    settings = {**template.weight_params, "k3": template.k3}
+    index = GlobalStatsBM25.from_arrays(
+        made.stats.terms if made.vocab is None else made.vocab,
+        made.arrays,
+        idf=made.idf,
+        tokenizer=template.tokenizer,
+        **settings,
+    )
+    return index, made.stats
+
+
+def save_canonical(index: BM25Index, directory: str | Path) -> Path:
+    """Save ``index``, a new segment's, in its canonical form: what ``combined([index],
+    [no row deleted])`` would save (the same files, byte for byte), without building that
+    index, whose vocabulary (a dict of every term) nothing here reads.
+
+    Returns:
+        The manifest path (as :meth:`BM25Index.save`).
+    """
+    started = time.perf_counter()
+    made = _canonical([index], [np.zeros(index.n_rows, np.bool_)], None, "segment")
+    path = write_index(directory, index.params, made.stats.terms, made.arrays)
+    logger.info(
+        "BM25: saved %d rows, %d terms in canonical form to %s in %.3fs",
+        index.n_rows,
+        len(made.stats.terms),
+        directory,
+        time.perf_counter() - started,
+    )
+    return path
+
+
+@dataclass(frozen=True)
+class _Canonical:
+    """The arrays of one index over the live rows of some segments (as
+    :meth:`BM25Index.arrays` gives them), the statistics and idf they score with, and
+    the vocabulary of those statistics when mapping the terms made one."""
+
+    arrays: dict[str, np.ndarray]
+    stats: GlobalStats
+    idf: tuple[np.ndarray, bool, int]
+    vocab: Vocabulary | None
+
+
+def _canonical(
+    indexes: Sequence[BM25Index],
+    deleted: Sequence[npt.NDArray[np.bool_]],
+    stats: GlobalStats | None,
+    where: str | Path,
+) -> _Canonical:
+    """What :func:`combined` and :func:`save_canonical` make: the one definition of the
+    canonical form."""
+    template = indexes[0]
+    lone: Ints | None = None  # one segment's own statistics: its term ids, canonically
+    if stats is None and len(indexes) == 1:
+        counts = segment_counts(indexes[0], deleted[0])
+        stats, canonical = GlobalStats.ordered(counts)
+        assert counts.ids is not None  # counted from the segment
+        lone = counts.ids[canonical]
+    elif stats is None:
         stats = GlobalStats.of_segments(indexes, deleted)
     terms_parts, rows_parts, tf_parts, lengths = [], [], [], []
     offset = 0
@@ -468,23 +561,28 @@ def combined(
         tf_parts.append(postings.tf[keep])
         lengths.append(np.asarray(corpus.doc_len)[live])
         offset += int(live.sum())
-    vocab = Vocabulary(stats.terms)
-    get = vocab.get
+    vocab = None if lone is not None else Vocabulary(stats.terms)
     global_terms = []
     for words, local in terms_parts:
-        ids = np.fromiter((get(t, -1) for t in words), np.int64, len(words))
+        if vocab is not None:
+            ids = np.fromiter(map(vocab.get, words, itertools.repeat(-1)), np.int64, len(words))
+        else:  # the segment's live terms are the collection's: their order maps them
+            assert lone is not None
+            ids = np.full(len(words), -1, np.int64)
+            ids[lone] = np.arange(len(lone), dtype=np.int64)
         mapped = ids[local]
         if np.any(mapped < 0):
             missing = words[int(local[np.flatnonzero(mapped < 0)[0]])]
             msg = f"term {missing!r} is missing from the collection statistics (mixed versions?)"
             raise IndexLoadError(where, msg)
         global_terms.append(mapped)
+    n_terms = len(stats.terms)
     term = np.concatenate([np.zeros(0, np.int64), *global_terms])
     rows = np.concatenate([np.zeros(0, np.int64), *rows_parts]).astype(np.int32)
     tf = np.concatenate([np.zeros(0, np.int32), *tf_parts]).astype(np.int32)
     order = np.argsort(term, kind="stable")  # rows stay ascending within a term
-    indptr = np.zeros(len(vocab) + 1, np.int64)
-    np.cumsum(np.bincount(term, minlength=len(vocab)), out=indptr[1:])
+    indptr = np.zeros(n_terms + 1, np.int64)
+    np.cumsum(np.bincount(term, minlength=n_terms), out=indptr[1:])
     doc_len = np.concatenate([np.zeros(0, np.int32), *lengths]).astype(np.int32)
     idf = stats.idf(variant=template.variant, epsilon=template.epsilon)
     postings = Postings(indptr, rows[order], tf[order])
@@ -493,8 +591,4 @@ def combined(
     )
     arrays = {"indptr": indptr, "docs": postings.docs, "tf": postings.tf}
     arrays.update(weights=weights.weights, doc_len=doc_len, deleted=np.zeros(offset, np.bool_))
-    settings = {**template.weight_params, "k3": template.k3}
-    index = GlobalStatsBM25.from_arrays(
-        vocab, arrays, idf=idf, tokenizer=template.tokenizer, **settings
-    )
-    return index, stats
+    return _Canonical(arrays, stats, idf, vocab)

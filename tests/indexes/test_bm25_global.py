@@ -8,6 +8,8 @@ which were deleted.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import rank_bm25
@@ -19,6 +21,7 @@ from ragtools.indexes.keyword.collection import (
     GlobalStats,
     SegmentScorer,
     combined,
+    save_canonical,
     segment_counts,
 )
 from ragtools.indexes.ranking import Ranking
@@ -116,6 +119,69 @@ def test_deleted_rows_leave_the_statistics_as_a_fresh_index_would() -> None:
     for query in QUERIES:
         np.testing.assert_array_equal(merged.get_scores(query), fresh.get_scores(query))
     assert [len(p) for p in parts] == [50, 50, len(rows) - 100]  # the inputs are unchanged
+
+
+@pytest.mark.parametrize("variant", ["okapi", "bm25plus"])
+def test_one_segment_with_deleted_rows_is_a_fresh_index_of_its_live_rows(variant: str) -> None:
+    """One segment combined alone (a version of one segment with deletions) holds exactly
+    the arrays and terms of a fresh canonical index of its live rows, rows deleted when
+    it was written and by the version alike; a term only deleted rows held is gone."""
+    rows = [*corpus(200, seed=12), ["only", "in", "deleted"]]
+    index = BM25Index(variant=variant)  # type: ignore[arg-type]
+    index.add(rows)
+    index.delete(np.arange(0, len(rows), 7))  # deleted when written: no postings
+    mask = np.arange(len(rows)) % 5 == 0
+    mask[-1] = True
+    merged, stats = combined([index], [mask])
+    survivors = [r for i, r in enumerate(rows) if i % 7 and not mask[i]]
+    fresh = canonical(survivors, variant=variant)
+    assert merged.corpus().vocab.terms == fresh.corpus().vocab.terms == stats.terms
+    assert "only" not in stats.terms
+    for name, array in fresh.arrays().items():
+        np.testing.assert_array_equal(merged.arrays()[name], array)
+
+
+def test_the_statistics_of_one_segment_equal_those_of_its_rows_in_several() -> None:
+    rows = corpus(200, seed=14)
+    whole = BM25Index()
+    whole.add(rows)
+    parts = [BM25Index() for _ in range(3)]
+    for i, part in enumerate(parts):
+        part.add(rows[i::3])
+    one = GlobalStats.merge([segment_counts(whole, np.zeros(len(rows), np.bool_))])
+    many = GlobalStats.merge([segment_counts(p, np.zeros(p.n_rows, np.bool_)) for p in parts])
+    terms = sorted({t for row in rows for t in row})
+    assert one.terms == many.terms == terms
+    expected = [sum(t in row for row in rows) for t in terms]
+    assert one.df.tolist() == many.df.tolist() == expected
+    assert (
+        (one.n_live, one.total_len)
+        == (many.n_live, many.total_len)
+        == (
+            len(rows),
+            sum(map(len, rows)),
+        )
+    )
+
+
+@pytest.mark.parametrize("variant", ["okapi", "bm25l", "bm25plus", "lucene", None])
+def test_a_new_segment_is_saved_as_combining_it_alone_saves_it(
+    variant: str | None, tmp_path: Path
+) -> None:
+    """``save_canonical`` (a build's new segment) writes the files that saving
+    ``combined([index], ...)`` writes, byte for byte, without making that index."""
+    index = BM25Index(variant=variant)  # type: ignore[arg-type]
+    index.add(corpus(150, seed=13))
+    save_canonical(index, tmp_path / "direct")
+    combined([index], [np.zeros(index.n_rows, np.bool_)])[0].save(tmp_path / "combined")
+    names = sorted(p.name for p in (tmp_path / "combined").iterdir())
+    assert sorted(p.name for p in (tmp_path / "direct").iterdir()) == names
+    for name in names:
+        assert (tmp_path / "direct" / name).read_bytes() == (
+            tmp_path / "combined" / name
+        ).read_bytes(), name
+    loaded = BM25Index.load(tmp_path / "direct")
+    assert loaded.corpus().vocab.terms == sorted(loaded.corpus().vocab.terms)
 
 
 def test_canonical_scores_equal_the_plain_index_up_to_the_order_of_additions() -> None:
