@@ -63,7 +63,7 @@ from ragtools.indexes.index import (
     IndexState,
     read_version,
 )
-from ragtools.indexes.keyword.bm25 import BM25Index
+from ragtools.indexes.keyword.bm25 import BM25Index, TokenRows
 from ragtools.indexes.keyword.collection import save_canonical
 from ragtools.indexes.settings import IndexSettings
 from ragtools.indexes.sources import (
@@ -568,7 +568,7 @@ class IndexWriter:
             shard,
             files,
             rows=len(chunks),
-            tokens=[tokens(chunks)] if tokens is not None else [],
+            tokens=[TokenRows.of(tokens(chunks))] if tokens is not None else [],
             chunks=lambda: [chunks],
             files_rows=files_rows,
             documents=len({c.doc_id for c in chunks}),
@@ -645,7 +645,7 @@ class IndexWriter:
         files: list[str],
         *,
         rows: int,
-        tokens: Iterable[list[list[str]]],
+        tokens: Iterable[TokenRows],
         chunks: Callable[[], Iterable[Sequence[Chunk]]],
         files_rows: FileRows,
         documents: int,

@@ -19,6 +19,7 @@ import numpy as np
 from ragtools.indexes.keyword._math import (
     Postings,
     RowCounts,
+    TokenRows,
     Vocabulary,
     compact_postings,
     count_rows,
@@ -73,13 +74,13 @@ class Corpus:
         """Rows ever added, deleted ones included."""
         return len(self.doc_len)
 
-    def add(self, token_lists: Sequence[Sequence[str]]) -> RowCounts:
+    def add(self, rows: TokenRows) -> RowCounts:
         """Count new rows (new terms get new ids); their postings wait for :meth:`postings`."""
-        counts = count_rows(token_lists, self.vocab)
+        counts = count_rows(rows, self.vocab)
         self._pending.append(counts)
         self.doc_len = np.concatenate([self.doc_len, counts.lengths])
-        self.deleted = np.concatenate([self.deleted, np.zeros(len(token_lists), np.bool_)])
-        self.n_live += len(token_lists)
+        self.deleted = np.concatenate([self.deleted, np.zeros(len(rows), np.bool_)])
+        self.n_live += len(rows)
         self.total_len += int(counts.lengths.sum(dtype=np.int64))
         return counts
 

@@ -159,6 +159,29 @@ class Weights:
 
 
 @dataclass(frozen=True)
+class TokenRows:
+    """Rows of tokens held flat: row ``i`` is the next ``lengths[i]`` tokens of ``tokens``.
+
+    What counting reads. A batch of rows read back from a build's spill is cut into rows
+    with numpy, without a list per row: a million such lists, and the garbage collector's
+    passes over them, cost more than counting their tokens.
+    """
+
+    tokens: list[str]
+    lengths: np.ndarray  # int64, one per row
+
+    @classmethod
+    def of(cls, token_lists: Sequence[Sequence[str]]) -> TokenRows:
+        """The rows of ``token_lists`` (a sequence of token sequences), flat."""
+        lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
+        return cls(list(chain.from_iterable(token_lists)), lengths)
+
+    def __len__(self) -> int:
+        """The number of rows."""
+        return len(self.lengths)
+
+
+@dataclass(frozen=True)
 class RowCounts:
     """Doc-major term counts of a batch of new rows (a CSR matrix as three arrays)."""
 
@@ -168,20 +191,28 @@ class RowCounts:
     lengths: np.ndarray  # int32, n_rows: tokens per row (repeats included)
 
 
-def count_rows(token_lists: Sequence[Sequence[str]], vocab: Vocabulary) -> RowCounts:
+def count_rows(rows: TokenRows, vocab: Vocabulary) -> RowCounts:
     """Map tokens to ids (new terms get new ids) and count them per row.
 
     The mapping is one dict probe per token (a new term gets the next id from
     :class:`Vocabulary`). Counting then goes in blocks of about :data:`_BLOCK_TOKENS`
     tokens; scipy sums duplicate (row, term) pairs with a short sort per row, so the cost is
     linear in the token count.
+
+    Raises:
+        ConfigError: ``rows.lengths`` do not add up to its number of tokens.
     """
-    n_new = len(token_lists)
-    lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=n_new)
+    n_new = len(rows)
+    lengths = np.asarray(rows.lengths, dtype=np.int64)
     ends = np.cumsum(lengths)
     total = int(ends[-1]) if n_new else 0
-    tokens = chain.from_iterable(token_lists)
-    ids = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int32, count=total)
+    if total != len(rows.tokens):
+        msg = (
+            f"TokenRows lengths add up to {total} tokens, but it holds {len(rows.tokens)}; "
+            "give one length per row, counting each of its tokens"
+        )
+        raise ConfigError(msg)
+    ids = np.fromiter(map(vocab.__getitem__, rows.tokens), dtype=np.int32, count=total)
     cuts = (
         np.searchsorted(
             ends,

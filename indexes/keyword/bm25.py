@@ -61,6 +61,7 @@ from ragtools.indexes.keyword._math import (
     DEFAULT_PARAMS,
     DEFAULT_VARIANT,
     VARIANT_DEFAULTS,
+    TokenRows,
     Variant,
     Vocabulary,
     Weights,
@@ -80,6 +81,7 @@ __all__ = [
     "VARIANT_DEFAULTS",
     "BM25Index",
     "Query",
+    "TokenRows",
     "Variant",
 ]
 
@@ -183,12 +185,13 @@ class BM25Index:
 
     # --------------------------------------------------------------- mutation
 
-    def add(self, items: Sequence[str | Chunk | Sequence[str]]) -> np.ndarray:
+    def add(self, items: Sequence[str | Chunk | Sequence[str]] | TokenRows) -> np.ndarray:
         """Index new rows.
 
         Args:
             items: texts, :class:`~parsers.document.Chunk` objects (their ``text``) or
-                already tokenized lists of strings, in any mix.
+                already tokenized lists of strings, in any mix; or tokenized rows held
+                flat (:class:`TokenRows`, what a build reads back from its spill).
 
         Returns:
             The new row ids (int64), consecutive, in the order of ``items``.
@@ -197,25 +200,27 @@ class BM25Index:
             ConfigError: an item of another type.
         """
         started = time.perf_counter()
-        if all(type(item) is list for item in items):
-            token_lists: Sequence[Sequence[str]] = items  # type: ignore[assignment]
+        if isinstance(items, TokenRows):
+            rows = items
+        elif all(type(item) is list for item in items):
+            rows = TokenRows.of(items)  # type: ignore[arg-type]
         else:
-            rows = progress(items, total=len(items), desc="indexing", unit="chunks")
-            token_lists = [self._as_tokens(item, "item") for item in rows]
+            shown = progress(items, total=len(items), desc="indexing", unit="chunks")
+            rows = TokenRows.of([self._as_tokens(item, "item") for item in shown])
         with self._lock:
             first = self.n_rows
-            if not token_lists:
+            if not len(rows):
                 return np.zeros(0, np.int64)
-            counts = self._corpus.add(token_lists)
+            self._corpus.add(rows)
             self._ready = None
         logger.info(
             "BM25: added %d rows (%d tokens) in %.3fs; %d terms",
-            len(token_lists),
-            int(counts.lengths.sum(dtype=np.int64)),
+            len(rows),
+            len(rows.tokens),
             time.perf_counter() - started,
             self.vocabulary_size,
         )
-        return np.arange(first, first + len(token_lists), dtype=np.int64)
+        return np.arange(first, first + len(rows), dtype=np.int64)
 
     def delete(self, rows: Sequence[int] | np.ndarray) -> None:
         """Delete rows by id; deleting a deleted row again does nothing.

@@ -71,7 +71,7 @@ from ragtools.indexes.keyword._query import (
     search_one,
     weighted_terms,
 )
-from ragtools.indexes.keyword.bm25 import BM25Index, Query
+from ragtools.indexes.keyword.bm25 import BM25Index, Query, TokenRows
 from ragtools.indexes.ranking import Mask, Ranking
 
 logger = logging.getLogger(__name__)
@@ -454,7 +454,7 @@ class GlobalStatsBM25(BM25Index):
     make its statistics disagree with the other segments', so ``add`` and ``delete`` refuse.
     """
 
-    def add(self, items: Sequence[Any]) -> np.ndarray:
+    def add(self, items: Sequence[Any] | TokenRows) -> np.ndarray:
         """Refused: change an index through its writer."""
         msg = "a segment's BM25 scores with collection statistics: update the index instead"
         raise IndexStateError(msg)

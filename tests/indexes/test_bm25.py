@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragtools.indexes.errors import IndexStateError
-from ragtools.indexes.keyword.bm25 import VARIANT_DEFAULTS, BM25Index
+from ragtools.indexes.keyword.bm25 import VARIANT_DEFAULTS, BM25Index, TokenRows
 from ragtools.indexes.ranking import Ranking
 from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.document import Chunk
@@ -357,6 +357,20 @@ def test_text_chunks_and_token_lists_can_be_mixed() -> None:
         index.search({"q"})  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="'q' has weight 'high'"):
         index.search({"q": "high"})  # type: ignore[dict-item]
+
+
+def test_rows_held_flat_index_as_their_token_lists() -> None:
+    corpus = [["b", "a", "b"], [], ["c"], ["a", "d", "d", "d"], ["b"]]
+    flat = BM25Index()
+    rows = flat.add(TokenRows(["b", "a", "b", "c", "a", "d", "d", "d"], np.array([3, 0, 1, 4])))
+    assert rows.tolist() == [0, 1, 2, 3]
+    assert flat.add(TokenRows.of(corpus[4:])).tolist() == [4]
+    lists = build(corpus)
+    assert flat.corpus().vocab.terms == lists.corpus().vocab.terms == ["b", "a", "c", "d"]
+    for name, array in lists.arrays().items():
+        np.testing.assert_array_equal(flat.arrays()[name], array)
+    with pytest.raises(ConfigError, match="add up to 3 tokens, but it holds 2"):
+        BM25Index().add(TokenRows(["a", "b"], np.array([1, 2])))
 
 
 def test_empty_index_empty_query_and_oov() -> None:

@@ -3,11 +3,13 @@ kept on disk in file order, and what counts against a file's time budget."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from ragtools.indexes.keyword.bm25 import TokenRows
 from ragtools.indexes.store.chunks import FileRows, add_file_rows, read_chunks
 from ragtools.indexes.store.doc_texts import encode_text
 from ragtools.indexes.store.spill import ChunkSpill
@@ -47,7 +49,8 @@ def test_files_taken_in_any_order_are_written_in_file_order_and_a_dropped_file_l
         spilled.drop(0)  # a file taken whole is kept
         spilled.write_chunks(tmp_path / "chunks.out", range(4))
         texts = list(spilled.texts(range(4)))
-        tokens = [row for batch in spilled.tokens(range(4), 5) for row in batch]
+        batches = list(spilled.tokens(range(4), 5))
+        tokens = [row for batch in batches for row in _rows(batch)]
         files_rows = spilled.files_rows(range(4))
         kept = [d for n in (0, 2, 3) for d in docs[n]]
         assert spilled.rows == len(_split(kept))
@@ -56,9 +59,41 @@ def test_files_taken_in_any_order_are_written_in_file_order_and_a_dropped_file_l
     assert read_chunks(tmp_path / "chunks.out") == chunks
     assert texts == [(d.id, encode_text(d.text)) for d in kept]  # in row order, each once
     assert tokens == _tokens(chunks)
+    assert [len(batch) for batch in batches] == [5] * (len(chunks) // 5) + (
+        [len(chunks) % 5] if len(chunks) % 5 else []
+    )  # batches of the size asked, across the files
     whole: FileRows = {}
     add_file_rows(whole, 0, chunks)
     assert files_rows == whole  # the runs of files spilled one by one, as of the whole
+
+
+def _rows(batch: TokenRows) -> list[list[str]]:
+    ends = list(itertools.accumulate(batch.lengths.tolist()))
+    return [
+        batch.tokens[end - n : end] for end, n in zip(ends, batch.lengths.tolist(), strict=True)
+    ]
+
+
+def test_token_batches_are_cut_at_rows_wherever_the_blocks_end(tmp_path: Path) -> None:
+    """Rows are read back in blocks of bytes: a row (and a multi-byte character) cut by
+    a block's end is whole in its batch, and rows of every length keep their tokens."""
+    docs = [  # some 1.8 MB of tokens: more than one block
+        Document(text=" ".join(f"w{i}é{j}" for j in range(i % 90)) + " x", metadata={"row": i})
+        for i in range(5000)
+    ]
+    rows = [d.text.split() for d in docs]
+    with ChunkSpill(tmp_path, list_split, lambda chunks: [c.text.split() for c in chunks]) as s:
+        s.take(0, docs[:1700])
+        s.take(1, docs[1700:])
+        for size in (1, 7, 1000, 5000, 9000):
+            batches = list(s.tokens(range(2), size))
+            assert [row for batch in batches for row in _rows(batch)] == rows
+            assert all(len(batch) == size for batch in batches[:-1])
+
+
+def list_split(documents: Sequence[Document]) -> list[Chunk]:
+    """One chunk per document, its whole text."""
+    return [Chunk.unchecked(d.id, d.text, 0, len(d.text), d.metadata) for d in documents]
 
 
 def _tokens(chunks: Sequence[Chunk]) -> list[list[str]]:
