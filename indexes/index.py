@@ -878,13 +878,18 @@ def read_version(
     stats: GlobalStats | None = None,
     reuse: Mapping[str, IndexState] | None = None,
     lazy_chunks: bool | None = None,
+    written: Mapping[str, Sequence[Chunk] | None] | None = None,
 ) -> IndexState:
     """Read and check one version and every segment it names; see :mod:`indexes.store.segments`.
 
     ``shard`` reads only that shard's segments (a Ray actor's part), scoring BM25 with the
     version's collection statistics ``stats`` as the whole index computed them. ``reuse``
     gives segments already read, as read (:attr:`IndexState.loaded`), by path: a writer's
-    new version reads only the segments it wrote (segments never change).
+    new version reads only the segments it wrote (segments never change). ``written``
+    names, by path, segments the caller has just written in this process, with their
+    chunks as a read would make them (``None``: read them): their files are not hashed
+    again (the caller hashed them, as it wrote them, for their manifests), and their chunks
+    are not read again. Everything else is read and checked as for any segment.
 
     Raises:
         IndexLoadError: a missing, damaged or tampered file (named), or a segment other than
@@ -900,6 +905,7 @@ def read_version(
     loaded: list[IndexState | None] = []
     deleted: list[npt.NDArray[np.bool_]] = []
     known = reuse or {}
+    fresh = written or {}
     for entry in entries:
         deleted.append(read_deleted(directory, entry))
         if shard is not None and entry.shard != shard:
@@ -908,7 +914,16 @@ def read_version(
             loaded.append(known[entry.path])
         else:
             lazy = lazy_chunks if lazy_chunks is not None else entry.rows > LAZY_ROWS
-            loaded.append(_read_segment(root, entry, mmap=mmap, lazy=mmap and lazy, where=where))
+            part = _read_segment(
+                root,
+                entry,
+                mmap=mmap,
+                lazy=mmap and lazy,
+                where=where,
+                hashed=entry.path in fresh,
+                chunks=fresh.get(entry.path),
+            )
+            loaded.append(part)
     keyword = None
     if settings.keyword and any(p is not None and p.bm25 is not None for p in loaded):
         keyword = KeywordHalf(loaded, entries, deleted, stats, where)
@@ -916,12 +931,19 @@ def read_version(
 
 
 def _read_segment(
-    root: Path, entry: SegmentEntry, *, mmap: bool, lazy: bool, where: Path
+    root: Path,
+    entry: SegmentEntry,
+    *,
+    mmap: bool,
+    lazy: bool,
+    where: Path,
+    hashed: bool = False,
+    chunks: Sequence[Chunk] | None = None,
 ) -> IndexState:
     segment_dir = root / entry.path
     if not segment_dir.is_dir():
         raise IndexLoadError(segment_dir, "the segment named by the version is missing")
-    part = load_state(segment_dir, mmap=mmap, lazy_chunks=lazy)
+    part = load_state(segment_dir, mmap=mmap, lazy_chunks=lazy, verify=not hashed, chunks=chunks)
     # After the segment's own checks, which name what is wrong inside a damaged segment.
     pinned = entry.manifest_sha256
     if pinned is not None and sha256_file(segment_dir / MANIFEST) != pinned:
@@ -1010,26 +1032,41 @@ def _check_tracked(path: Path, manifest: dict[str, Any]) -> None:
         raise IndexLoadError(path, "invalid or missing counts")
 
 
-def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> IndexState:
+def load_state(
+    directory: Path,
+    *,
+    mmap: bool,
+    lazy_chunks: bool = False,
+    verify: bool = True,
+    chunks: Sequence[Chunk] | None = None,
+) -> IndexState:
     """Read and check one segment (a bundle: manifest first, then every half).
 
     ``lazy_chunks`` maps the chunk store and parses a chunk when read (a large segment's, so
     that memory does not grow with its chunks; see :mod:`indexes.store._chunk_file`).
+    ``verify=False`` leaves the data files' checksums unchecked and ``chunks`` are its
+    chunks as already read: for a segment this process has just written (see
+    :func:`read_version`).
     """
     manifest = migrate(
-        read_manifest(directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, sealed=True)
+        read_manifest(
+            directory, MANIFEST, fmt=FORMAT, version=FORMAT_VERSION, verify=verify, sealed=True
+        )
     )
     try:
         settings = IndexSettings.recorded(manifest["settings"])
     except (KeyError, TypeError, ValueError) as exc:
         raise IndexLoadError(directory / MANIFEST, f"invalid settings ({exc})") from exc
     _check_tracked(directory / MANIFEST, manifest)
-    chunks = ChunkFile(directory / CHUNKS) if lazy_chunks else read_chunks(directory / CHUNKS)
+    if chunks is None:
+        chunks = ChunkFile(directory / CHUNKS) if lazy_chunks else read_chunks(directory / CHUNKS)
     expected = manifest.get("counts", {}).get("chunks")
     if expected != len(chunks):
         msg = f"row counts disagree: manifest says {expected}, {CHUNKS} has {len(chunks)}"
         raise IndexLoadError(directory, msg)
-    bm25 = BM25Index.load(directory / "bm25", mmap=mmap) if settings.keyword else None
+    bm25 = (
+        BM25Index.load(directory / "bm25", mmap=mmap, verify=verify) if settings.keyword else None
+    )
     if bm25 is not None and len(bm25) != len(chunks):
         msg = f"row counts disagree: {len(chunks)} chunks, {len(bm25)} BM25 rows"
         raise IndexLoadError(directory / "bm25", msg)
@@ -1041,6 +1078,7 @@ def load_state(directory: Path, *, mmap: bool, lazy_chunks: bool = False) -> Ind
             owners_file=manifest.get("vector_owners"),
             mmap=mmap,
             dim=(manifest.get("embedder") or {}).get("dim"),
+            verify=verify,
         )
     texts = None
     if manifest.get(DOCUMENT_TEXTS):

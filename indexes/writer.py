@@ -179,6 +179,9 @@ class _Plan:
     deleted: list[Mask]
     chunks: list[Sequence[Chunk]]
     new: list[SegmentEntry] = field(default_factory=list)
+    written: dict[str, Sequence[Chunk] | None] = field(default_factory=dict)
+    """The segments this process wrote, by path, with their chunks as reading them back
+    would make them (``None``: it would make others): see :func:`~indexes.index.read_version`."""
 
 
 class IndexWriter:
@@ -716,9 +719,10 @@ class IndexWriter:
         # A large segment's chunks, and a spilled one's (never in memory), are read back from
         # its file when a merge needs them: a sharded build of ten million rows would
         # otherwise hold every shard's chunks.
-        if kept is None or rows > LAZY_ROWS:
-            kept = ChunkFile(index.path / path / CHUNKS)
-        plan.chunks.append(kept)
+        lazy = rows > LAZY_ROWS  # as read_version reads it back
+        held = kept if kept is not None and not lazy else ChunkFile(index.path / path / CHUNKS)
+        plan.chunks.append(held)
+        plan.written[path] = None if kept is None and not lazy else held  # None: read a list
 
     def _plan(self) -> _Plan:
         """The live version as a starting point. A version of an older layout has its live
@@ -909,7 +913,9 @@ class IndexWriter:
                 for entry, part in zip(index.state.entries, index.state.parts, strict=False)
                 if part is not None
             }
-            state = read_version(index.path, final, reuse=reuse)
+            # Its new segments were hashed as they were written, moments ago, under this
+            # lock: they are read without hashing them again, nor reading their chunks.
+            state = read_version(index.path, final, reuse=reuse, written=plan.written)
             index.show(state, final)
             with collecting(index.path) as free:  # after the pin moved
                 if free:

@@ -68,14 +68,15 @@ class Stored:
     mapped: bool
 
 
-def read_checked_manifest(path: Path) -> dict[str, Any]:
-    """The manifest, verified (seal and checksums) before any data file is read.
+def read_checked_manifest(path: Path, *, verify: bool = True) -> dict[str, Any]:
+    """The manifest, verified (seal, and with ``verify`` checksums) before any data file is
+    read.
 
     Raises:
         IndexLoadError: missing, damaged or tampered manifest or data file.
         IndexVersionError: written by a newer format version.
     """
-    return read_manifest(path, MANIFEST, fmt=_FORMAT, version=_VERSION, verify=True, sealed=True)
+    return read_manifest(path, MANIFEST, fmt=_FORMAT, version=_VERSION, verify=verify, sealed=True)
 
 
 def check_metric_and_dim(path: Path, manifest: dict[str, Any], dim: int | None) -> None:

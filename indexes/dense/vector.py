@@ -353,7 +353,12 @@ class VectorIndex:
 
     @classmethod
     def load(
-        cls, directory: str | os.PathLike[str], mmap: bool = False, *, dim: int | None = None
+        cls,
+        directory: str | os.PathLike[str],
+        mmap: bool = False,
+        *,
+        dim: int | None = None,
+        verify: bool = True,
     ) -> VectorIndex:
         """Load an index written by :meth:`save`, verifying checksums before faiss reads it.
 
@@ -361,6 +366,8 @@ class VectorIndex:
             directory: the directory given to :meth:`save`.
             mmap: memory-map the faiss file (HNSW and IVF) instead of reading it.
             dim: if given, the dimension the caller's embedder produces.
+            verify: check every file's SHA-256 first (``False`` only for files the caller
+                has just written and hashed itself).
 
         Returns:
             The index, with ``model_id`` from the manifest.
@@ -371,7 +378,7 @@ class VectorIndex:
             DimensionMismatchError: the index dimension differs from ``dim``.
         """
         path = Path(directory)
-        manifest = io.read_checked_manifest(path)
+        manifest = io.read_checked_manifest(path, verify=verify)
         try:
             index = cls(
                 int(manifest["dim"]),

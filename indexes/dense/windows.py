@@ -148,13 +148,15 @@ class WindowedVectorIndex:
         owners_file: str | None,
         mmap: bool,
         dim: int | None,
+        verify: bool = True,
     ) -> WindowedVectorIndex:
-        """Read what :meth:`save` wrote and check that it covers ``n_chunks`` chunk rows.
+        """Read what :meth:`save` wrote and check that it covers ``n_chunks`` chunk rows
+        (``verify``: as :meth:`VectorIndex.load`).
 
         Raises:
             IndexLoadError: an invalid owner map or a vector count that disagrees with it.
         """
-        vectors = VectorIndex.load(directory / "vector", mmap=mmap, dim=dim)
+        vectors = VectorIndex.load(directory / "vector", mmap=mmap, dim=dim, verify=verify)
         owners = None if owners_file is None else _read_owners(directory / owners_file, n_chunks)
         expected = n_chunks if owners is None else len(owners)
         if len(vectors) != expected:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ragtools.indexes.errors import IndexLoadError
+from ragtools.indexes.keyword._math import Vocabulary
 from ragtools.indexes.store._persist import (
     fsync_dir,
     load_npy,
@@ -63,7 +64,7 @@ class Stored:
     """What :func:`read_index` found, checked for consistency."""
 
     params: dict[str, Any]
-    terms: list[str]
+    terms: Vocabulary
     arrays: dict[str, np.ndarray]
     manifest_path: Path
 
@@ -140,10 +141,11 @@ def read_index(directory: str | Path, *, mmap: bool, verify: bool) -> Stored:
     terms = read_json(directory / VOCAB)
     if not isinstance(terms, list) or not all(isinstance(t, str) for t in terms):
         raise IndexLoadError(directory / VOCAB, "expected a JSON list of term strings")
-    if len(set(terms)) != len(terms):
+    vocab = Vocabulary(terms)  # what the index looks terms up in: made once, checked here
+    if len(vocab) != len(terms):
         raise IndexLoadError(directory / VOCAB, "the vocabulary has duplicate terms")
     arrays = load_arrays(directory, len(terms), n_rows, mmap=mmap)
-    return Stored(params, terms, arrays, manifest_path)
+    return Stored(params, vocab, arrays, manifest_path)
 
 
 def load_arrays(

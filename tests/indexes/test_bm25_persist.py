@@ -207,6 +207,15 @@ def test_inconsistent_arrays_are_caught_without_checksums(index: BM25Index, tmp_
         BM25Index.load(tmp_path, verify=False)
 
 
+def test_a_vocabulary_with_a_duplicate_term_is_named(index: BM25Index, tmp_path: Path) -> None:
+    index.save(tmp_path)
+    terms = json.loads((tmp_path / "vocab.json").read_text())
+    (tmp_path / "vocab.json").write_text(json.dumps([*terms[:-1], terms[0]]))
+    with pytest.raises(IndexLoadError, match="duplicate terms") as excinfo:
+        BM25Index.load(tmp_path, verify=False)
+    assert excinfo.value.path == str(tmp_path / "vocab.json")
+
+
 @pytest.mark.parametrize("k3", [0.0, 1.5, math.inf])
 def test_k3_round_trips_and_an_index_saved_before_k3_counts_repeats(
     tmp_path: Path, k3: float

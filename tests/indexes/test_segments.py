@@ -118,6 +118,51 @@ def test_the_merge_policy_keeps_few_segments_and_never_changes_a_result(
     assert IndexWriter(reopened).merge() == 0  # nothing left to fold: no new version
 
 
+@pytest.mark.parametrize("lazy", [False, True], ids=["in-memory", "chunk-files"])
+def test_a_commit_reads_its_new_segments_back_without_hashing_or_reading_them_again(
+    tmp_path: Path, lazy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The version a change commits is read back for the ``Index``; the files of the
+    segments it has just written are hashed once, as they are written (for their
+    manifests), not again on that read, and their chunks are the ones the writer holds.
+    What it shows is what opening the index shows, and opening still hashes every file."""
+    from ragtools.indexes.store import _persist
+    from ragtools.parsers import Chunk
+
+    if lazy:
+        monkeypatch.setattr(writer_module, "LAZY_ROWS", 0)
+        monkeypatch.setattr(index_module, "LAZY_ROWS", 0)
+    index = _fresh(_sources(tmp_path), tmp_path / "idx", None)
+    hashed: list[Path] = []
+    real = _persist.sha256_file
+
+    def counted(path: str | Path) -> str:
+        hashed.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(_persist, "sha256_file", counted)
+    extra = [Chunk(doc_id=f"manual-{i}", text=f"quarks number {i}", metadata={}) for i in range(5)]
+    before = {s.name for s in index.segments}
+    IndexWriter(index).add(extra)
+    (new,) = [s for s in index.segments if s.name not in before]
+    folder = index.path / "segments" / new.name
+    data = [p for p in folder.rglob("*") if p.is_file() and p.name != "manifest.json"]
+    written = folder.with_name(".tmp-" + new.name.removeprefix("s-"))  # its name as written
+    assert {p.relative_to(written) for p in hashed if written in p.parents} == {
+        p.relative_to(folder) for p in data
+    }  # every file, as it was written
+    assert not set(data) & set(hashed)  # and none when read back
+    assert list(index.chunks)[-5:] == extra
+    held = index.state.parts[-1]
+    assert held is not None
+    assert (type(held.chunks).__name__ == "ChunkFile") is lazy
+    hashed.clear()
+    reopened = Index.open(index.path, embedder=FakeEmbedder())
+    assert all(p in hashed for p in data)
+    assert list(reopened.chunks) == list(index.chunks)
+    assert _results(reopened) == _results(index)
+
+
 def test_delete_and_add_keep_the_shards_and_the_rows_returned(tmp_path: Path) -> None:
     src = _sources(tmp_path)
     index = _fresh(src, tmp_path / "idx", 3)
