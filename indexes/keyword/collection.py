@@ -141,13 +141,9 @@ class GlobalStats:
         made (by the term string; the module docstring says why)."""
         terms = counts.terms
         order = sorted(range(len(terms)), key=terms.__getitem__)
-        stats = cls(
-            counts.n_live,
-            counts.total_len,
-            [terms[i] for i in order],
-            counts.df[order] if order else counts.df[:0],
-        )
-        return stats, np.array(order, np.int64)
+        positions = np.fromiter(order, np.int64, len(order))
+        ordered = list(map(terms.__getitem__, order))
+        return cls(counts.n_live, counts.total_len, ordered, counts.df[positions]), positions
 
     @classmethod
     def of_segments(
@@ -188,7 +184,7 @@ def segment_counts(index: BM25Index, deleted: npt.NDArray[np.bool_]) -> ShardCou
     present = np.flatnonzero(df)
     words = corpus.vocab.terms
     return ShardCounts(
-        [words[i] for i in present.tolist()],
+        list(map(words.__getitem__, present.tolist())),
         df[present].astype(np.int64),
         int(live.sum()),
         int(np.asarray(corpus.doc_len)[live].sum(dtype=np.int64)),
