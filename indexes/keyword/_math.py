@@ -20,7 +20,7 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
@@ -160,21 +160,24 @@ class Weights:
 
 @dataclass(frozen=True)
 class TokenRows:
-    """Rows of tokens held flat: row ``i`` is the next ``lengths[i]`` tokens of ``tokens``.
+    """Rows of tokens one after another: row ``i`` is the next ``lengths[i]`` tokens.
 
-    What counting reads. A batch of rows read back from a build's spill is cut into rows
-    with numpy, without a list per row: a million such lists, and the garbage collector's
-    passes over them, cost more than counting their tokens.
+    What counting reads. A batch of rows read back from a build's spill is one list of
+    tokens cut into rows with numpy, without a list per row: a million such lists, and
+    the garbage collector's passes over them, cost more than counting their tokens.
     """
 
-    tokens: list[str]
-    lengths: np.ndarray  # int64, one per row
+    tokens: Iterable[str]
+    """The rows' tokens one after another, read once: a list, or (:meth:`of`) the rows' own
+    lists chained, not copied."""
+    lengths: np.ndarray
+    """The number of tokens of each row (int64)."""
 
     @classmethod
     def of(cls, token_lists: Sequence[Sequence[str]]) -> TokenRows:
-        """The rows of ``token_lists`` (a sequence of token sequences), flat."""
+        """The rows of ``token_lists`` (a sequence of token sequences), read through."""
         lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
-        return cls(list(chain.from_iterable(token_lists)), lengths)
+        return cls(chain.from_iterable(token_lists), lengths)
 
     def __len__(self) -> int:
         """The number of rows."""
@@ -200,19 +203,25 @@ def count_rows(rows: TokenRows, vocab: Vocabulary) -> RowCounts:
     linear in the token count.
 
     Raises:
-        ConfigError: ``rows.lengths`` do not add up to its number of tokens.
+        ConfigError: ``rows.lengths`` add up to more tokens than it holds, or (a list of
+            tokens, checked before any is counted) to another number.
     """
     n_new = len(rows)
     lengths = np.asarray(rows.lengths, dtype=np.int64)
     ends = np.cumsum(lengths)
     total = int(ends[-1]) if n_new else 0
-    if total != len(rows.tokens):
+    tokens = rows.tokens
+    held = len(tokens) if isinstance(tokens, Sized) else None
+    try:
+        if held not in (None, total):
+            raise ValueError
+        ids = np.fromiter(map(vocab.__getitem__, tokens), dtype=np.int32, count=total)
+    except ValueError as exc:  # a list of another length, or an iterator too short
         msg = (
-            f"TokenRows lengths add up to {total} tokens, but it holds {len(rows.tokens)}; "
-            "give one length per row, counting each of its tokens"
+            f"TokenRows lengths add up to {total} tokens, but it holds "
+            f"{'fewer' if held is None else held}; give each row's number of tokens"
         )
-        raise ConfigError(msg)
-    ids = np.fromiter(map(vocab.__getitem__, rows.tokens), dtype=np.int32, count=total)
+        raise ConfigError(msg) from exc
     cuts = (
         np.searchsorted(
             ends,

@@ -216,7 +216,7 @@ class BM25Index:
         logger.info(
             "BM25: added %d rows (%d tokens) in %.3fs; %d terms",
             len(rows),
-            len(rows.tokens),
+            int(rows.lengths.sum(dtype=np.int64)),
             time.perf_counter() - started,
             self.vocabulary_size,
         )

@@ -371,6 +371,10 @@ def test_rows_held_flat_index_as_their_token_lists() -> None:
         np.testing.assert_array_equal(flat.arrays()[name], array)
     with pytest.raises(ConfigError, match="add up to 3 tokens, but it holds 2"):
         BM25Index().add(TokenRows(["a", "b"], np.array([1, 2])))
+    with pytest.raises(ConfigError, match="add up to 3 tokens, but it holds fewer"):
+        BM25Index().add(TokenRows(iter(["a", "b"]), np.array([1, 2])))
+    chained = TokenRows.of([["b", "a"], ["c"]])
+    assert BM25Index().add(chained).tolist() == [0, 1]
 
 
 def test_empty_index_empty_query_and_oov() -> None:
