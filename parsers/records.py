@@ -246,7 +246,9 @@ def _to_documents(
         logger.warning("%s: no records; no document", source)
         return
     is_beir = text_field is None and all(
-        isinstance(fields.get("_id"), (str, int)) and not isinstance(fields["_id"], bool)
+        isinstance(fields, dict)  # (a part's records outside its share are not checked)
+        and isinstance(fields.get("_id"), (str, int))
+        and not isinstance(fields["_id"], bool)
         for _, fields in records
     )
     documents = (
@@ -291,9 +293,20 @@ def _loads(text: str, source: str, where: str) -> Any:
         raise ParseError(source, f"{where}: {nesting_problem()}; flatten its fields") from None
 
 
-def _json_records(value: Any, source: str) -> list[Record]:
+def _json_records(value: Any, source: str, part: tuple[int, int] = (0, 1)) -> list[Record]:
+    """The records of a JSON value, each checked (:func:`_record`); for part ``part =
+    (number, parts)`` of the file (:func:`parse_part`), only the part's share and the
+    first records, which decide what the file's records are, are checked: the others are
+    read as records (a string as its text) for those decisions, and checked by the part
+    that holds them, so the first bad record fails its part, the file's first to fail."""
     items = value if isinstance(value, list) else [value]
-    return [(n, _record(item, n, source, lines=False)) for n, item in enumerate(items, 1)]
+    share = _part_span(len(items), *part)
+    return [
+        (n, _record(item, n, source, lines=False))
+        if n - 1 in share or n <= _SAMPLE
+        else (n, {"text": item} if isinstance(item, str) else item)
+        for n, item in enumerate(items, 1)
+    ]
 
 
 def _jsonl_records(text: str, source: str) -> list[Record]:
@@ -310,17 +323,17 @@ def _jsonl_records(text: str, source: str) -> list[Record]:
     return records
 
 
-def _read_json(path: Path, source: str) -> list[Record]:
+def _read_json(path: Path, source: str, part: tuple[int, int] = (0, 1)) -> list[Record]:
     lines_first = path.suffix.lower() in (".jsonl", ".ndjson")
     text = decode_bytes(read_lines(path, source) if lines_first else path.read_bytes(), source)
     try:
         if lines_first:
             return _jsonl_records(text, source)
-        return _json_records(_loads(text, source, "the JSON"), source)
+        return _json_records(_loads(text, source, "the JSON"), source, part)
     except (ValueError, ParseError) as first_error:
         try:
             if lines_first:
-                return _json_records(_loads(text, source, "the JSON"), source)
+                return _json_records(_loads(text, source, "the JSON"), source, part)
             return _jsonl_records(text, source)
         except (ValueError, ParseError):
             if isinstance(first_error, ParseError):
@@ -384,9 +397,10 @@ def parse_part(
     what ``parser`` (``"csv"`` or ``"json"``) makes of them, in order, as it makes them
     when it parses the whole file.
 
-    Every share reads and checks the whole file, so each decides what the records are (the
-    text field, BEIR or not, the title column) as the whole file decides it, and reports
-    the same first error; then it makes the documents of its own records only. The loader
+    Every share reads the whole file, so each decides what the records are (the text
+    field, BEIR or not, the title column) as the whole file decides it; it checks its own
+    records and the first ones, which those decisions read, so the first share to fail
+    reports the file's first error; then it makes the documents of its own records only. The loader
     uses this to spread a file of a million records over its worker processes (each
     record's document costs far more than reading the file again).
 
@@ -396,7 +410,7 @@ def parse_part(
     if parser == "csv":
         rows = _read_csv(path, source)
         return _row_documents(rows, source, _part_span(len(rows), part, parts))
-    records = _read_json(path, source)
+    records = _read_json(path, source, (part, parts))
     return _to_documents(records, source, None, _part_span(len(records), part, parts))
 
 

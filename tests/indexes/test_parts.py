@@ -123,7 +123,8 @@ def _spill_load(
 def _bad_records(folder: Path) -> list[Path]:
     folder.mkdir()
     records: list[object] = [{"text": f"record {n}"} for n in range(3_000)]
-    records[2_500] = 17  # in the last part
+    records[1_200] = 17  # in the second part, and a later one in the third: the first fails
+    records[2_500] = [1]  # the file, whichever part checks it
     bad = folder / "bad.json"
     bad.write_text(json.dumps(records), encoding="utf-8")
     beir = [json.dumps({"_id": f"d{n % 2_800}", "text": f"body {n}"}) for n in range(3_000)]
@@ -147,7 +148,7 @@ def test_a_bad_record_fails_its_file_in_parts_as_it_fails_it_whole(
     (tmp_path / "b").mkdir()
     assert _spill_load(files, tmp_path / "b") == whole
     errors, sources = whole
-    not_object = "record 2501 is a int; records must be objects or strings"
+    not_object = "record 1201 is a int; records must be objects or strings"
     twice = "duplicate _id 'd0' in records 1 and 2801; ids must be unique"
     assert errors == [
         ("bad.json", "ParseError", f"{files[0]}: {not_object}"),
