@@ -408,9 +408,9 @@ def _deliver(
 
 def _adopt(task: Task, answers: list[dict[str, Any]], delivery: Delivery) -> Outcome:
     """Hand the parts of a record file, parsed by the workers into sinks of their own, to
-    ``delivery``: the file fails with its first part's error, as it would have failed whole
-    (each part reads and checks the whole file), and a full disk stops the batch as it does
-    in this process."""
+    ``delivery``: the file fails with its first failed part's error, the one a whole parse
+    reports (see :func:`~parsers.records.parse_part`), and a full disk stops the batch as it
+    does in this process."""
     for answer in answers:
         if answer["oserror"] is not None:
             delivery.discard(task, len(answers))
@@ -525,8 +525,8 @@ def submit(
     recipe: SinkParts | None = None,
 ) -> Jobs:
     """Start ``size`` workers (stopped with ``stack``) and send them the heavy files, big PDFs
-    split in ``size`` page shards, and big record files in ``size`` parts, each parsed into
-    a sink opened from ``recipe``.
+    split in ``size`` page shards, and big record files in up to :data:`MAX_PARTS` parts,
+    each parsed into a sink opened from ``recipe``.
 
     pebble's pool, unlike the standard library's, survives a worker's death: only that
     worker's file fails (``ProcessExpired``), and a file past its time budget has its worker
