@@ -235,10 +235,7 @@ class ChunkSpill:
 
     def take(self, file: int, documents: Iterable[Document]) -> None:
         """Split and spill one file's documents (:class:`~parsers.loading.DocumentSink`)."""
-        spilled = _FileSpill()
-        spilled.chunks = (self._chunks.tell(), self._chunks.tell())
-        spilled.texts = (self._texts.tell(), self._texts.tell())
-        spilled.tokens = (self._token_lines.tell(), self._token_lines.tell())
+        spilled = self._begin()
         self._taking = (file, spilled)
         parsed = iter(documents)
         while batch := list(itertools.islice(parsed, _SPLIT_DOCUMENTS)):
@@ -251,17 +248,33 @@ class ChunkSpill:
             spilled.rows += len(chunks)
             split = {chunk.doc_id for chunk in chunks}
             for document in batch:
-                if document.id in split and document.id not in self._seen:  # first text kept
-                    self._seen.add(document.id)
-                    data = encode_text(document.text)
-                    self._texts.write(data)
-                    spilled.ids.append(document.id)
-                    spilled.lengths.append(len(data))
+                if document.id in split and document.id not in self._seen:
+                    self._keep_text(spilled, document.id, encode_text(document.text))
+        self._end(file, spilled)
+
+    def _begin(self) -> _FileSpill:
+        """What a file spills, from where each spill ends now."""
+        spilled = _FileSpill()
+        spilled.chunks = (self._chunks.tell(), self._chunks.tell())
+        spilled.texts = (self._texts.tell(), self._texts.tell())
+        spilled.tokens = (self._token_lines.tell(), self._token_lines.tell())
+        return spilled
+
+    def _end(self, file: int, spilled: _FileSpill) -> None:
+        """Keep ``spilled``, up to where each spill ends now, as ``file``'s."""
         spilled.chunks = (spilled.chunks[0], self._chunks.tell())
         spilled.texts = (spilled.texts[0], self._texts.tell())
         spilled.tokens = (spilled.tokens[0], self._token_lines.tell())
         self._files[file] = spilled
         self.rows += spilled.rows
+
+    def _keep_text(self, spilled: _FileSpill, doc_id: str, data: bytes) -> None:
+        """Store the encoded text of document ``doc_id``, not stored yet, for ``spilled``'s
+        file (a document's first text is the one kept)."""
+        self._seen.add(doc_id)
+        self._texts.write(data)
+        spilled.ids.append(doc_id)
+        spilled.lengths.append(len(data))
 
     def drop(self, file: int) -> None:
         """Forget what :meth:`take` spilled of ``file``, the file it was taking (or none,
@@ -299,10 +312,7 @@ class ChunkSpill:
         :meth:`take` would have taken its documents: their bytes appended to these spills,
         each document's text kept once; the parts' spills are then deleted
         (:class:`~parsers.loading.PartedSink`)."""
-        whole = _FileSpill()
-        whole.chunks = (self._chunks.tell(), self._chunks.tell())
-        whole.texts = (self._texts.tell(), self._texts.tell())
-        whole.tokens = (self._token_lines.tell(), self._token_lines.tell())
+        whole = self._begin()
         parts = self._recipe()
         for part, state in enumerate(states):
             directory = parts.path(file, part)
@@ -315,11 +325,7 @@ class ChunkSpill:
             extend_file_rows(whole.files, whole.rows, got["files"])
             whole.rows += got["rows"]
             shutil.rmtree(directory, ignore_errors=True)
-        whole.chunks = (whole.chunks[0], self._chunks.tell())
-        whole.texts = (whole.texts[0], self._texts.tell())
-        whole.tokens = (whole.tokens[0], self._token_lines.tell())
-        self._files[file] = whole
-        self.rows += whole.rows
+        self._end(file, whole)
 
     def _adopt_texts(
         self, whole: _FileSpill, texts: BinaryIO, ids: list[str], lengths: list[int]
@@ -334,10 +340,7 @@ class ChunkSpill:
         for doc_id, length in zip(ids, lengths, strict=True):
             data = texts.read(length)
             if doc_id not in self._seen:
-                self._seen.add(doc_id)
-                self._texts.write(data)
-                whole.ids.append(doc_id)
-                whole.lengths.append(length)
+                self._keep_text(whole, doc_id, data)
 
     def discard(self, file: int, parts: int) -> None:
         """Delete the spills of ``file``'s ``parts`` parts: one failed
@@ -357,15 +360,8 @@ class ChunkSpill:
         self._chunks.flush()
         with open(path, "wb") as out:
             for spilled in self._spilled(files):
-                start, end = spilled.chunks
-                self._chunks.seek(start)
-                while start < end:
-                    block = self._chunks.read(min(_COPY_BYTES, end - start))
-                    if not block:  # never loop on a spill cut short under it
-                        msg = f"the chunk spill ends at byte {start}, before {end}"
-                        raise OSError(msg)
+                for block in _blocks(self._chunks, spilled.chunks, "chunk"):
                     out.write(block)
-                    start += len(block)
             out.flush()
             os.fsync(out.fileno())
         self._chunks.seek(0, os.SEEK_END)
@@ -404,14 +400,7 @@ class ChunkSpill:
         held = bytearray()  # lines read and not yet handed out
         ends = np.zeros(0, np.int64)  # where each of them ends in it
         for spilled in self._spilled(files):
-            start, end = spilled.tokens
-            self._token_lines.seek(start)
-            while start < end:
-                block = self._token_lines.read(min(_COPY_BYTES, end - start))
-                if not block:  # never loop on a spill cut short under it
-                    msg = f"the token spill ends at byte {start}, before {end}"
-                    raise OSError(msg)
-                start += len(block)
+            for block in _blocks(self._token_lines, spilled.tokens, "token"):
                 found = np.flatnonzero(np.frombuffer(block, np.uint8) == 0x0A) + len(held)
                 ends = np.concatenate([ends, found])
                 held += block
@@ -438,3 +427,21 @@ class ChunkSpill:
         """What was kept of each of ``files`` taken whole, in the order of ``files`` (a file
         that failed, or had no document, has nothing)."""
         return (self._files[file] for file in files if file in self._files)
+
+
+def _blocks(handle: BinaryIO, span: tuple[int, int], spill: str) -> Iterator[bytes]:
+    """The bytes of ``handle`` from ``span[0]`` to ``span[1]``, a block at a time.
+
+    Raises:
+        OSError: the ``spill`` spill ends before ``span`` does (never loop on a spill cut
+            short under it).
+    """
+    start, end = span
+    handle.seek(start)
+    while start < end:
+        block = handle.read(min(_COPY_BYTES, end - start))
+        if not block:
+            msg = f"the {spill} spill ends at byte {start}, before {end}"
+            raise OSError(msg)
+        start += len(block)
+        yield block
