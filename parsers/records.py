@@ -269,11 +269,15 @@ def _to_documents(
         logger.debug("%s: %d records without text skipped", source, len(span) - made)
 
 
-def _record(item: Any, number: int, source: str, *, lines: bool) -> dict[str, Any]:
+def _record(item: Any, number: int, source: str, *, lines: bool, check: bool = True) -> Any:
     """``item`` as a record: an object, or in a JSON array a string read as its text;
-    errors name it as record ``number`` (line ``number`` in JSON Lines)."""
+    errors name it as record ``number`` (line ``number`` in JSON Lines). ``check=False``
+    returns any other item as it is (a part's record outside its share, see
+    :func:`_json_records`)."""
     if isinstance(item, str) and not lines:
         return {"text": item}
+    if not check:
+        return item
     where = "line" if lines else "record"
     if not isinstance(item, dict):
         kinds = (
@@ -302,9 +306,7 @@ def _json_records(value: Any, source: str, part: tuple[int, int] = (0, 1)) -> li
     items = value if isinstance(value, list) else [value]
     share = _part_span(len(items), *part)
     return [
-        (n, _record(item, n, source, lines=False))
-        if n - 1 in share or n <= _SAMPLE
-        else (n, {"text": item} if isinstance(item, str) else item)
+        (n, _record(item, n, source, lines=False, check=n - 1 in share or n <= _SAMPLE))
         for n, item in enumerate(items, 1)
     ]
 
