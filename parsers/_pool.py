@@ -491,12 +491,13 @@ def pool_size(tasks: list[Task], workers: int | None, recipe: SinkParts | None =
         return 0  # daemonic processes, e.g. pool workers, may not start processes
     available = workers or os.cpu_count() or 1
     parted = available > 1 and any(_parted(t, available, recipe) for t in tasks)
-    return max(min(available, MAX_PARTS) if parted else 0, _format_workers(tasks, workers))
+    parts = min(available, MAX_PARTS) if parted else 0
+    return max(parts, _format_workers(tasks, workers, available))
 
 
-def _format_workers(tasks: list[Task], workers: int | None) -> int:
-    """:func:`pool_size` for the heavy and guarded formats."""
-    available = workers or os.cpu_count() or 1
+def _format_workers(tasks: list[Task], workers: int | None, available: int) -> int:
+    """:func:`pool_size` for the heavy and guarded formats (``available``: ``workers``, or
+    the machine's cores)."""
     heavy = [t for t in tasks if _heavy(t)]
     big = any(_shards(t, 2) > 1 for t in heavy)
     guarded = workers != 1 and any(_guarded(t) for t in tasks)
