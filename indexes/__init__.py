@@ -13,7 +13,7 @@ The architecture, as the folders show it:
 * ``dense/``: the :class:`Embedder` protocol, the sentence-transformers and ONNX encoders,
   the embedding cache, faiss's :class:`VectorIndex` and windows (a long chunk scores its best
   window).
-* ``store/``: what is on disk. ``_persist`` (JSON, ``.npy``, checksums), ``chunks`` (the chunk
+* ``store/``: what is on disk. ``persist`` (JSON, ``.npy``, checksums), ``chunks`` (the chunk
   store), ``doc_texts``, ``manifest`` (the schemas and the one migration of older layouts),
   ``versions`` (the commit protocol: writer lock, atomic pointer, reader pins, collection),
   ``segments`` (a version = immutable segments + deleted rows; the live-row mapping; the one

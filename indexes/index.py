@@ -47,8 +47,7 @@ from ragtools.indexes.keyword.collection import (
 )
 from ragtools.indexes.ranking import Mask, Ranking, Rows, allow_mask, check_k
 from ragtools.indexes.settings import IndexSettings
-from ragtools.indexes.store._chunk_file import ChunkFile, LiveChunks
-from ragtools.indexes.store._persist import read_manifest, sha256_file
+from ragtools.indexes.store.chunk_file import ChunkFile, LiveChunks
 from ragtools.indexes.store.chunks import read_chunks
 from ragtools.indexes.store.doc_texts import TEXTS_DIR, ChainedTexts, DocumentTexts
 from ragtools.indexes.store.manifest import (
@@ -61,6 +60,7 @@ from ragtools.indexes.store.manifest import (
     legacy_segments,
     migrate,
 )
+from ragtools.indexes.store.persist import read_manifest, sha256_file
 from ragtools.indexes.store.segments import (
     LiveRows,
     SegmentEntry,
@@ -834,7 +834,7 @@ def open_version(
 
 LAZY_ROWS = 200_000
 """A segment of more rows keeps its chunks in its mapped file, parsed when read
-(:class:`~indexes.store._chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
+(:class:`~indexes.store.chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
 
 COMBINE_POSTINGS = 20_000_000
 """Postings (about 8 bytes each on disk, some 40 to 50 in memory while merging) up to which
@@ -1043,7 +1043,7 @@ def load_state(
     """Read and check one segment (a bundle: manifest first, then every half).
 
     ``lazy_chunks`` maps the chunk store and parses a chunk when read (a large segment's, so
-    that memory does not grow with its chunks; see :mod:`indexes.store._chunk_file`).
+    that memory does not grow with its chunks; see :mod:`indexes.store.chunk_file`).
     ``verify=False`` leaves the data files' checksums unchecked and ``chunks`` are its
     chunks as already read: for a segment this process has just written (see
     :func:`read_version`).

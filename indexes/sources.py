@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragtools.indexes.store._persist import sha256_file
+from ragtools.indexes.store.persist import sha256_file
 from ragtools.parsers import Document, FileError, Selection, load_files
 from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.loading import DEFAULT_MAX_BYTES, DocumentSink, Plan, plan_files

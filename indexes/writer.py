@@ -74,8 +74,7 @@ from ragtools.indexes.sources import (
     select_sources,
     source_root,
 )
-from ragtools.indexes.store._chunk_file import ChunkFile
-from ragtools.indexes.store._persist import write_manifest
+from ragtools.indexes.store.chunk_file import ChunkFile
 from ragtools.indexes.store.chunks import (
     FileRows,
     add_file_rows,
@@ -99,6 +98,7 @@ from ragtools.indexes.store.manifest import (
     VERSION_FORMAT_VERSION,
     VERSION_MANIFEST,
 )
+from ragtools.indexes.store.persist import write_manifest
 from ragtools.indexes.store.segments import (
     SegmentEntry,
     collect_segments,
@@ -118,8 +118,8 @@ from ragtools.indexes.store.versions import (
     writer_lock,
 )
 from ragtools.parsers import Chunk, Document, FileError, Selection
-from ragtools.parsers._progress import counter
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.progress import counter
 
 __all__ = [
     "MAX_SHARDS",

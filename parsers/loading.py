@@ -90,7 +90,6 @@ from ragtools.parsers._pool import (
     run_parser,
     submit,
 )
-from ragtools.parsers._progress import progress
 from ragtools.parsers.document import (
     Document,
     documents_without_surrogates,
@@ -103,6 +102,7 @@ from ragtools.parsers.file_metadata import (
     with_file_metadata,
 )
 from ragtools.parsers.policy import content_skip, select_documents
+from ragtools.parsers.progress import progress
 from ragtools.parsers.registry import HEAD_BYTES, ParserSpec, resolve
 from ragtools.parsers.selection import (
     Selection,
@@ -546,7 +546,7 @@ def load_dir(
         workers: processes for PDF/Office files; ``None`` chooses (CPU count, and only for
             batches big enough to repay the start-up), ``1`` parses everything here.
         show_progress: a progress bar on stderr; ``None``: on a terminal only, log records
-            elsewhere (:mod:`parsers._progress`).
+            elsewhere (:mod:`parsers.progress`).
         max_bytes: larger files are skipped.
         selection: which files of the tree to read (:class:`~parsers.selection.Selection`:
             include/exclude patterns, ``.gitignore``, ``follow_links``); hidden entries and

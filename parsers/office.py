@@ -1,6 +1,6 @@
 """DOCX, PPTX and XLSX through python-docx, python-pptx and openpyxl (the ``office`` extra).
 
-The libraries are imported lazily with :func:`parsers._optional.require`, so ``parsers``
+The libraries are imported lazily with :func:`parsers.optional.require`, so ``parsers``
 works without them and a user who feeds an Office file gets an error naming
 ``pip install "ragtools[office]"``.
 
@@ -47,10 +47,10 @@ from typing import Any
 from pydantic import JsonValue
 
 from ragtools.parsers._budget import TextLimit
-from ragtools.parsers._optional import require
 from ragtools.parsers.document import Document
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.normalize import normalize_text
+from ragtools.parsers.optional import require
 from ragtools.parsers.outline import OUTLINE_KEY, join_blocks
 from ragtools.parsers.registry import is_ooxml, register_parser
 

@@ -3,7 +3,7 @@ r"""What ``rag`` prints: logging set up for a terminal or a pipe, and one line p
 A command's results go to stdout; everything else (warnings, skipped and failed files,
 progress bars) goes to stderr. Progress bars appear only when stderr is a terminal and
 ``--quiet`` is off; piped, each long phase prints a ``progress:`` line about every 30 s
-instead (:mod:`parsers._progress`). Log records are written above the bars through
+instead (:mod:`parsers.progress`). Log records are written above the bars through
 ``tqdm.write`` rather than through them; both name ``rag`` flags, not Python arguments
 (:mod:`retrieval._cli_messages`).
 Third-party libraries are kept quiet unless ``--verbose``: the weight-loading
@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ragtools.parsers import FileError
-from ragtools.parsers._progress import logger as progress_logger
+from ragtools.parsers.progress import logger as progress_logger
 from ragtools.retrieval._cli_messages import cli_message
 
 PACKAGE_LOGGER = "ragtools"
@@ -118,7 +118,7 @@ def configure(*, verbose: bool, quiet: bool) -> None:
     logging.captureWarnings(True)
     ours = logging.getLogger(PACKAGE_LOGGER)
     ours.setLevel(logging.DEBUG if verbose else logging.ERROR if quiet else logging.WARNING)
-    # Piped, the phases log their progress (parsers._progress): shown as "progress: ..."
+    # Piped, the phases log their progress (parsers.progress): shown as "progress: ..."
     # lines, unless --quiet.
     progress = progress_logger
     progress_handler = _AboveBars()

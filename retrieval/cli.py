@@ -19,9 +19,9 @@ from typing import Any
 
 from ragtools.indexes.index import Index
 from ragtools.indexes.settings import IndexSettings
-from ragtools.parsers._progress import default_progress
 from ragtools.parsers.document import json_text
 from ragtools.parsers.errors import ConfigError, RetrievalError
+from ragtools.parsers.progress import default_progress
 from ragtools.retrieval import _cli_index
 from ragtools.retrieval._cli_args import (
     HelpFormatter,

@@ -38,8 +38,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ragtools.indexes.errors import DimensionMismatchError
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 from ragtools.retrieval.hit import Hit, chunk_keys, key_order, rescored, restaged
 
 __all__ = [

@@ -21,8 +21,8 @@ import numpy.typing as npt
 
 from ragtools.indexes.errors import DimensionMismatchError
 from ragtools.indexes.ranking import Ranking, Rows
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 
 logger = logging.getLogger(__name__)
 

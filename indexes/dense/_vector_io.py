@@ -21,7 +21,7 @@ import numpy as np
 
 from ragtools.indexes.errors import DimensionMismatchError, IndexLoadError
 from ragtools.indexes.ranking import Rows
-from ragtools.indexes.store._persist import (
+from ragtools.indexes.store.persist import (
     fsync_dir,
     load_npy,
     read_manifest,

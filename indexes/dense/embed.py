@@ -39,10 +39,10 @@ from ragtools.indexes.dense.model_dir import DEFAULT_MODEL_ID, local_model_dir, 
 from ragtools.indexes.dense.onnx_encoder import OnnxEncoder, read_plan, shared_encoder
 from ragtools.indexes.dense.precision import PRECISIONS
 from ragtools.indexes.errors import DimensionMismatchError
-from ragtools.parsers._progress import counter
 from ragtools.parsers.document import replace_surrogates
 from ragtools.parsers.errors import ConfigError
 from ragtools.parsers.normalize import compact_whitespace
+from ragtools.parsers.progress import counter
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from ragtools.indexes.dense.embed import Embedder
 from ragtools.indexes.errors import DimensionMismatchError, IndexLoadError
-from ragtools.indexes.store._persist import (
+from ragtools.indexes.store.persist import (
     fsync_dir,
     load_npy,
     read_json,

@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 
 __all__ = [
     "BUNDLED_NAMES",

@@ -48,7 +48,7 @@ from ragtools.indexes.dense.onnx_export import (
     onnx_runtime,
     openvino_runtime,
 )
-from ragtools.parsers._progress import counter
+from ragtools.parsers.progress import counter
 
 __all__ = ["OnnxEncoder", "OnnxPlan", "read_plan", "shared_encoder"]
 
@@ -272,7 +272,7 @@ class OnnxEncoder:
 
         ``normalize`` L2-normalises even when the pipeline has no ``Normalize`` module (as
         ``encode(normalize_embeddings=True)`` does); ``progress`` is the ``show_progress`` of
-        the embedding phase (:mod:`parsers._progress`), counted in texts.
+        the embedding phase (:mod:`parsers.progress`), counted in texts.
         """
         out = np.zeros((len(texts), self.plan.dim), dtype=np.float32)
         if not texts:

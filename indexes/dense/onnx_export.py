@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from ragtools.indexes.errors import IndexLoadError
-from ragtools.indexes.store._persist import fsync_dir, read_json, sha256_file, write_json
-from ragtools.parsers._optional import require
+from ragtools.indexes.store.persist import fsync_dir, read_json, sha256_file, write_json
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 
 __all__ = [
     "PRECISIONS",

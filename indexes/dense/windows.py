@@ -23,7 +23,7 @@ import numpy.typing as npt
 from ragtools.indexes.dense.vector import VectorIndex, VectorKind
 from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.ranking import Mask, Ranking
-from ragtools.indexes.store._persist import load_npy, save_npy
+from ragtools.indexes.store.persist import load_npy, save_npy
 from ragtools.parsers.document import Document
 from ragtools.parsers.normalize import compact_whitespace
 from ragtools.parsers.splitting import split

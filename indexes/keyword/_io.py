@@ -13,7 +13,7 @@ One directory, no pickle::
     deleted.npy    bool    deleted-row mask (n_rows)
 
 The weights are saved so that a memory-mapped load opens in milliseconds without recomputing
-them. Checksums are verified before any array is opened (:mod:`indexes.store._persist`); then the
+them. Checksums are verified before any array is opened (:mod:`indexes.store.persist`); then the
 arrays' dtypes, shapes and cross-consistency are checked, so a damaged or tampered directory
 raises :class:`IndexLoadError` naming the offending file.
 """
@@ -31,7 +31,7 @@ import numpy as np
 
 from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.keyword._math import Vocabulary
-from ragtools.indexes.store._persist import (
+from ragtools.indexes.store.persist import (
     fsync_dir,
     load_npy,
     read_json,
@@ -39,7 +39,7 @@ from ragtools.indexes.store._persist import (
     save_npy,
     write_json,
 )
-from ragtools.indexes.store._persist import write_manifest as _write_manifest
+from ragtools.indexes.store.persist import write_manifest as _write_manifest
 
 logger = logging.getLogger(__name__)
 

@@ -71,9 +71,9 @@ from ragtools.indexes.keyword._math import (
 )
 from ragtools.indexes.ranking import Ranking, allow_mask, check_k, row_ids
 from ragtools.indexes.text.tokenize import Tokenizer
-from ragtools.parsers._progress import progress
 from ragtools.parsers.document import Chunk
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.progress import progress
 
 __all__ = [
     "DEFAULT_PARAMS",

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ragtools.indexes.errors import IndexLoadError
-from ragtools.indexes.store._persist import (
+from ragtools.indexes.store.persist import (
     load_npy,
     read_bytes,
     read_json,

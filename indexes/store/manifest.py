@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ragtools.indexes.errors import IndexLoadError
-from ragtools.indexes.store._persist import read_json, read_manifest, sha256_file
+from ragtools.indexes.store.persist import read_json, read_manifest, sha256_file
 from ragtools.indexes.store.segments import SegmentEntry
 
 __all__ = [

@@ -50,7 +50,7 @@ import numpy.typing as npt
 
 from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.ranking import Mask, Ranking
-from ragtools.indexes.store._persist import (
+from ragtools.indexes.store.persist import (
     fsync_dir,
     load_npy,
     read_json,

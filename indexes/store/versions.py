@@ -74,7 +74,7 @@ from pathlib import Path
 from filelock import FileLock, ReadWriteLock, Timeout
 
 from ragtools.indexes.errors import IndexLoadError, IndexStateError
-from ragtools.indexes.store._persist import fsync_dir
+from ragtools.indexes.store.persist import fsync_dir
 from ragtools.parsers.errors import ConfigError
 
 __all__ = [

@@ -51,8 +51,8 @@ from typing import Any, Literal, get_args
 import cachetools
 
 from ragtools.indexes.text.stopwords import BUILTIN_STOPWORDS
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 
 __all__ = ["CJKMode", "Tokenizer"]
 

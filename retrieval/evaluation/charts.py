@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragtools.parsers._optional import require
+from ragtools.parsers.optional import require
 from ragtools.retrieval.evaluation._io import atomic_write
 
 __all__ = ["write_delta_chart", "write_report_chart"]

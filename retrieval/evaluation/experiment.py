@@ -162,7 +162,7 @@ def run_eval(
         depth: documents retrieved per query; metrics are reported at the cut-offs of
             :data:`DEFAULT_K_VALUES` no deeper than this.
         show_progress: progress bars; ``None``: on a terminal only, log records elsewhere
-            (:mod:`parsers._progress`).
+            (:mod:`parsers.progress`).
         hybrid_options: keyword arguments for the ``hybrid`` retriever.
 
     Returns:

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragtools.parsers._progress import progress
 from ragtools.parsers.errors import ConfigError, ParseError
+from ragtools.parsers.progress import progress
 from ragtools.retrieval.base import Retriever
 from ragtools.retrieval.evaluation._io import atomic_write
 from ragtools.retrieval.evaluation.beir import BeirDataset
@@ -98,7 +98,7 @@ def run_retriever(
         k: documents kept per query.
         batch_size: queries per ``batch`` call; used only when ``throughput`` is true.
         show_progress: a progress bar on stderr; ``None``: on a terminal only, log records
-            elsewhere (:mod:`parsers._progress`).
+            elsewhere (:mod:`parsers.progress`).
         doc_key: maps a hit to its document id; defaults to ``hit.chunk.doc_id``.
         overfetch: chunks asked for per document wanted (>= 1); use 1.0 when every document
             is a single chunk.

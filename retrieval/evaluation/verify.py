@@ -29,9 +29,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError, ParseError
 from ragtools.parsers.nesting import nesting_problem, text_too_deep
+from ragtools.parsers.optional import require
 from ragtools.retrieval.evaluation.metrics import canonical_metric
 from ragtools.retrieval.names import canonical_retriever
 

@@ -39,8 +39,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 from ragtools.retrieval.bound_filter import check_bound_filter
 from ragtools.retrieval.filters import SYMBOL_OPERATORS
 from ragtools.retrieval.hit import Hit

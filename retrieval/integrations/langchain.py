@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 from ragtools.retrieval.tools.messages import make_tool_call
 from ragtools.retrieval.tools.schema import injected_fields
 

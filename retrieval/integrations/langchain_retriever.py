@@ -23,7 +23,7 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ragtools.parsers._optional import require
+from ragtools.parsers.optional import require
 from ragtools.retrieval.bound_filter import check_bound_filter, combine_filters
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._hits import check_wrapped, hit_metadata

@@ -51,8 +51,8 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 from ragtools.retrieval.bound_filter import check_bound_filter
 from ragtools.retrieval.filters import SYMBOL_OPERATORS
 from ragtools.retrieval.hit import HIT_KEYS, Hit

@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ragtools.parsers._optional import require
 from ragtools.parsers.document import strict_utf8
 from ragtools.parsers.errors import ConfigError, RetrievalError
+from ragtools.parsers.optional import require
 from ragtools.retrieval.hit import Hit
 from ragtools.retrieval.integrations._hits import hidden_file_keys, without_keys
 from ragtools.retrieval.integrations._mcp_indexes import Served, open_all

@@ -24,8 +24,8 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ragtools.parsers._optional import require
 from ragtools.parsers.errors import ConfigError
+from ragtools.parsers.optional import require
 
 __all__ = ["TokenCounter", "embedder_counter", "fit_blocks", "token_counter"]
 

@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from ragtools.indexes.store._persist import _SELF, _self_digest
+from ragtools.indexes.store.persist import _SELF, _self_digest
 from ragtools.indexes.store.versions import current_version
 
 TRACKED = ("sources", "fingerprints", "failures", "meta", "skipped", "selection", "source_root")

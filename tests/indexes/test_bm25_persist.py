@@ -13,7 +13,7 @@ import pytest
 
 from ragtools.indexes.errors import IndexLoadError, IndexVersionError
 from ragtools.indexes.keyword.bm25 import BM25Index
-from ragtools.indexes.store._persist import write_manifest
+from ragtools.indexes.store.persist import write_manifest
 from ragtools.indexes.text.tokenize import Tokenizer
 from ragtools.parsers.errors import ConfigError
 

@@ -280,7 +280,7 @@ def test_title_boost_weighs_titles_in_the_keyword_half_only(tmp_path: Path) -> N
 def test_an_index_saved_before_newer_settings_opens_without_them(
     built: tuple[Index, Path, CountingEmbedder],
 ) -> None:
-    from ragtools.indexes.store._persist import _SELF, _self_digest
+    from ragtools.indexes.store.persist import _SELF, _self_digest
 
     index, _, _ = built
     manifest_path = as_legacy(index.path) / "manifest.json"

@@ -17,7 +17,7 @@ import pytest
 
 from ragtools.indexes.errors import IndexLoadError, IndexStateError
 from ragtools.indexes.index import Index
-from ragtools.indexes.store._persist import _self_digest, save_npy, sha256_file
+from ragtools.indexes.store.persist import _self_digest, save_npy, sha256_file
 from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Document
@@ -140,11 +140,11 @@ def _open(index: Path) -> IndexLoadError:
 def test_a_json_file_over_the_size_limit_is_not_read(
     index_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ragtools.indexes.store import _persist
+    from ragtools.indexes.store import persist
 
     manifest = _version(index_dir) / "manifest.json"
     limit = manifest.stat().st_size - 1  # the real limit is 1 GiB
-    monkeypatch.setattr(_persist, "MAX_JSON_BYTES", limit)
+    monkeypatch.setattr(persist, "MAX_JSON_BYTES", limit)
     error = _open(index_dir)
     assert error.path == str(manifest) and f"larger than {limit} bytes; not read" in str(error)
 

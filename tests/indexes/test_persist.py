@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ragtools.indexes.store import _persist
+from ragtools.indexes.store import persist
 
 
 @pytest.mark.parametrize("mmap", [False, True])
@@ -17,16 +17,16 @@ def test_npy_headers_are_parsed_under_one_lock(
 ) -> None:
     """np.load parses headers with ast.literal_eval, which CPython < 3.11.8 cannot run on
     several threads at once (SystemError: AST constructor recursion depth mismatch)."""
-    _persist.save_npy(tmp_path / "a.npy", np.arange(5, dtype=np.int64))
+    persist.save_npy(tmp_path / "a.npy", np.arange(5, dtype=np.int64))
     real_load = np.load
     held: list[bool] = []
 
     def spy(*args: Any, **kwargs: Any) -> Any:
-        held.append(_persist._NPY_LOAD_LOCK.locked())
+        held.append(persist._NPY_LOAD_LOCK.locked())
         return real_load(*args, **kwargs)
 
     monkeypatch.setattr(np, "load", spy)
-    loaded = _persist.load_npy(tmp_path / "a.npy", mmap=mmap)
+    loaded = persist.load_npy(tmp_path / "a.npy", mmap=mmap)
     assert held == [True]
     assert loaded.tolist() == [0, 1, 2, 3, 4]
-    assert not _persist._NPY_LOAD_LOCK.locked()
+    assert not persist._NPY_LOAD_LOCK.locked()

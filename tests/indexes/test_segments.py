@@ -126,7 +126,7 @@ def test_a_commit_reads_its_new_segments_back_without_hashing_or_reading_them_ag
     segments it has just written are hashed once, as they are written (for their
     manifests), not again on that read, and their chunks are the ones the writer holds.
     What it shows is what opening the index shows, and opening still hashes every file."""
-    from ragtools.indexes.store import _persist
+    from ragtools.indexes.store import persist
     from ragtools.parsers import Chunk
 
     if lazy:
@@ -134,13 +134,13 @@ def test_a_commit_reads_its_new_segments_back_without_hashing_or_reading_them_ag
         monkeypatch.setattr(index_module, "LAZY_ROWS", 0)
     index = _fresh(_sources(tmp_path), tmp_path / "idx", None)
     hashed: list[Path] = []
-    real = _persist.sha256_file
+    real = persist.sha256_file
 
     def counted(path: str | Path) -> str:
         hashed.append(Path(path))
         return real(path)
 
-    monkeypatch.setattr(_persist, "sha256_file", counted)
+    monkeypatch.setattr(persist, "sha256_file", counted)
     extra = [Chunk(doc_id=f"manual-{i}", text=f"quarks number {i}", metadata={}) for i in range(5)]
     before = {s.name for s in index.segments}
     IndexWriter(index).add(extra)

@@ -107,7 +107,7 @@ def test_large_segments_open_without_parsing_their_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ragtools.indexes import index as bundle
-    from ragtools.indexes.store import _chunk_file
+    from ragtools.indexes.store import chunk_file
 
     monkeypatch.setattr(bundle, "LAZY_ROWS", 0)  # every segment counts as large
     Index.from_documents(
@@ -117,14 +117,14 @@ def test_large_segments_open_without_parsing_their_chunks(
         [document(i) for i in range(N_DOCS)], tmp_path / "one", vector=False
     )
     parsed = 0
-    real_chunk = _chunk_file.chunk_of_line
+    real_chunk = chunk_file.chunk_of_line
 
     def counting_chunk(line: str) -> Any:
         nonlocal parsed
         parsed += 1
         return real_chunk(line)
 
-    monkeypatch.setattr(_chunk_file, "chunk_of_line", counting_chunk)
+    monkeypatch.setattr(chunk_file, "chunk_of_line", counting_chunk)
     sharded = Index.open(tmp_path / "many")
     assert parsed == 0 and len(sharded.chunks) == N_DOCS
     hits = KeywordRetriever(sharded, k=3).invoke("theta kappa")
@@ -139,7 +139,7 @@ def test_large_segments_open_without_parsing_their_chunks(
 
 def test_chunk_file_reads_what_the_store_wrote(tmp_path: Path) -> None:
     from ragtools.indexes.errors import IndexLoadError
-    from ragtools.indexes.store._chunk_file import ChunkFile
+    from ragtools.indexes.store.chunk_file import ChunkFile
     from ragtools.indexes.store.chunks import read_chunks, write_chunks
     from ragtools.parsers import split
 

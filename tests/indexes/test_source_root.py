@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ragtools.indexes import Index
 from ragtools.indexes.sources import source_root
-from ragtools.indexes.store._persist import _SELF, _self_digest
 from ragtools.indexes.store.manifest import FORMAT_VERSION, SOURCE_ROOT, migrate
+from ragtools.indexes.store.persist import _SELF, _self_digest
 from ragtools.indexes.testing import FakeEmbedder
 from tests.indexes.legacy import as_legacy
 

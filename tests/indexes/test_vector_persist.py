@@ -12,7 +12,7 @@ import pytest
 
 from ragtools.indexes.dense.vector import MANIFEST, VectorIndex
 from ragtools.indexes.errors import DimensionMismatchError, IndexLoadError, IndexVersionError
-from ragtools.indexes.store._persist import read_json, write_manifest
+from ragtools.indexes.store.persist import read_json, write_manifest
 from ragtools.parsers.errors import ConfigError, MissingDependencyError
 
 DIM = 16

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ragtools.parsers import _progress
-from ragtools.parsers._progress import counter, default_progress, progress, progress_line
+from ragtools.parsers import progress as progress_module
+from ragtools.parsers.progress import counter, default_progress, progress, progress_line
 
 LOGGER = "ragtools.progress"
 
@@ -25,7 +25,7 @@ def piped(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> 
 
 
 def test_the_default_interval_is_thirty_seconds() -> None:
-    assert _progress.LOG_INTERVAL == 30.0
+    assert progress_module.LOG_INTERVAL == 30.0
 
 
 def test_piped_work_shorter_than_the_interval_logs_and_prints_nothing(
@@ -45,7 +45,7 @@ def test_piped_work_logs_done_total_rate_and_eta_each_interval(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)  # a line at the start and every step
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 0.0)  # a line at the start and every step
     with counter(96, desc="embedding", unit="chunks") as advance:
         for _ in range(3):
             advance(32)
@@ -66,7 +66,7 @@ def test_piped_work_logs_done_total_rate_and_eta_each_interval(
 def test_a_line_waits_for_the_interval_then_comes_at_the_next_step(
     piped: None, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.2)
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 0.2)
     items = progress(range(3), total=3, desc="queries", unit="queries")
     assert next(items) == 0
     assert lines(caplog) == []  # the first step came before the interval was over
@@ -84,14 +84,14 @@ def test_false_and_a_quiet_context_silence_every_phase(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 0.0)
     assert list(progress([1, 2], total=2, desc="parsing", show_progress=False)) == [1, 2]
     with default_progress(False):
         list(progress([1, 2], total=2, desc="parsing"))
         with counter(2, desc="embedding", unit="chunks") as advance:
             advance(2)
-        assert not _progress.should_show(None)
-        assert _progress.should_show(True)  # an explicit argument still wins
+        assert not progress_module.should_show(None)
+        assert progress_module.should_show(True)  # an explicit argument still wins
     assert lines(caplog) == []
     assert capsys.readouterr() == ("", "")
 
@@ -101,7 +101,7 @@ def test_nobody_listening_means_no_counter_at_all(
 ) -> None:
     monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
     caplog.set_level(logging.WARNING, logger=LOGGER)
-    assert _progress._bar(10, "parsing", "files", None) is None
+    assert progress_module._bar(10, "parsing", "files", None) is None
 
 
 def test_a_bar_on_request_shows_rate_in_the_phase_unit(

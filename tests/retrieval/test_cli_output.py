@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from tqdm import tqdm
 
-from ragtools.parsers import FileError, _progress
+from ragtools.parsers import FileError
+from ragtools.parsers import progress as progress_module
 from ragtools.retrieval import _cli_output, cli
 from ragtools.retrieval._cli_output import (
     configure,
@@ -144,7 +145,7 @@ def test_a_piped_build_prints_progress_lines_each_interval(
 ) -> None:
     """A piped build of the real folder, with the 30 s interval shortened to 0 (a line at
     every step), prints progress lines on stderr for each phase; ``-q`` prints none."""
-    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 0.0)
     folder = make_real_folder(tmp_path / "project")
     assert cli.main(["build", str(folder), "--out", str(tmp_path / "i"), "--no-vector"]) == 0
     out, err = capsys.readouterr()
@@ -169,7 +170,7 @@ def test_a_piped_eval_prints_progress_lines_for_its_queries(
     from tests.retrieval.evaluation.test_beir import write_dataset
     from tests.retrieval.evaluation.test_eval_command import CORPUS, QRELS, QUERIES
 
-    monkeypatch.setattr(_progress, "LOG_INTERVAL", 0.0)
+    monkeypatch.setattr(progress_module, "LOG_INTERVAL", 0.0)
     data = write_dataset(tmp_path / "tiny", corpus=CORPUS, queries=QUERIES, qrels=QRELS)
     args = ["eval", "--dataset", str(data), "--out", str(tmp_path / "out"), "--retrievers", "bm25"]
     assert cli.main(args) == 0

@@ -14,9 +14,9 @@ import pytest
 
 from ragtools.indexes.errors import IndexLoadError
 from ragtools.indexes.index import Index
-from ragtools.indexes.store._persist import save_npy
 from ragtools.indexes.store.doc_texts import DocumentTexts
 from ragtools.indexes.store.manifest import DOCUMENT_TEXTS
+from ragtools.indexes.store.persist import save_npy
 from ragtools.indexes.testing import FakeEmbedder, live_segment
 from ragtools.indexes.writer import IndexWriter
 from ragtools.parsers import Chunk, Document, load
