@@ -3,8 +3,11 @@
 Both are frozen pydantic models so they can be persisted as JSON and travel inside tool
 artifacts unchanged. Ids are content hashes, so they are stable across runs and machines:
 
-* ``Document.id`` defaults to a SHA-256 of the source and the text (given ids are kept, as
-  BEIR ``_id`` values are);
+* ``Document.id`` defaults to a SHA-256 of the source, the document's place in its file
+  (its record's ``row``, or its ``page``) and the text (:func:`derived_id`; given ids are
+  kept, as BEIR ``_id`` values are). The loader derives it again from the source it
+  gives, a path relative to the folder loaded, so the same files give the same ids
+  wherever the folder sits;
 * ``Chunk.id`` is a SHA-256 of the document id, the offsets and the text, so an unchanged
   chunk keeps its id when an index is rebuilt.
 
@@ -31,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 __all__ = [
     "Chunk",
     "Document",
+    "derived_id",
     "document_without_surrogates",
     "documents_without_surrogates",
     "json_text",
@@ -148,8 +152,7 @@ def document_without_surrogates(
     if not count:
         return document, 0
     metadata.update(kept)
-    old = document.metadata.get("source")
-    if document.id == stable_id("doc", old, document.metadata.get("page"), document.text):
+    if document.id == derived_id(document.metadata.get("source"), document.metadata, document.text):
         return Document(text=text, metadata=metadata), count
     return Document(id=document.id, text=text, metadata=metadata), count
 
@@ -212,6 +215,19 @@ def stable_id(*parts: object) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
 
 
+def derived_id(source: JsonValue, metadata: Mapping[str, JsonValue], text: str) -> str:
+    """The id of a document that was given none: a hash of its ``source``, its place in
+    the file and its ``text``. The place is a record's ``row`` (a record file's documents
+    have one; a record's own ``page`` field is data), else the ``page``: two records or two
+    pages of one file may hold the same text.
+
+    One derivation for every document, so a derived id can be told from a given one (it
+    equals this hash) and derived again when the source changes (the loader's relative
+    source, :func:`~parsers.file_metadata.with_file_metadata`)."""
+    place = metadata["row"] if "row" in metadata else metadata.get("page")
+    return stable_id("doc", source, place, text)
+
+
 def _chunk_id(doc_id: str, start: int, end: int, text: str) -> str:
     """A chunk's id: stable over its document, offsets and text."""
     return stable_id("chunk", doc_id, start, end, text)
@@ -239,7 +255,8 @@ class Document(_Record):
     """One unit of parsed text: a whole text file, or one page of a PDF.
 
     Attributes:
-        id: stable identifier; defaults to a hash of ``metadata["source"]`` and ``text``.
+        id: stable identifier; defaults to :func:`derived_id`, a hash of
+            ``metadata["source"]``, the record row or page, and ``text``.
         text: the normalised text.
         metadata: JSON values only. Always has ``source``; paged formats add ``page``
             (1-based) and ``page_label``; formats with a title add ``title``.
@@ -258,7 +275,7 @@ class Document(_Record):
         metadata.setdefault("source", DEFAULT_SOURCE)
         data = {**data, "metadata": metadata}
         if not data.get("id"):
-            data["id"] = stable_id("doc", metadata["source"], metadata.get("page"), data["text"])
+            data["id"] = derived_id(metadata["source"], metadata, data["text"])
         return data
 
     @property

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from ragtools.parsers.document import Document, stable_id
+from ragtools.parsers.document import Document, derived_id
 from ragtools.parsers.outline import OUTLINE_KEY
 from ragtools.parsers.registry import ParserSpec
 
@@ -112,10 +112,8 @@ def with_file_metadata(
     doc_id = document.id
     # An id derived from an unchanged source stays what it is: only a new source needs
     # the hash that tells a derived id from a given one.
-    if old != source:
-        page = document.metadata.get("page")
-        if doc_id == stable_id("doc", old, page, document.text):
-            doc_id = stable_id("doc", source, page, document.text)
+    if old != source and doc_id == derived_id(old, document.metadata, document.text):
+        doc_id = derived_id(source, document.metadata, document.text)
     # a copy, not a new model: the fields were validated and extra holds JSON scalars, and
     # validating again cost most of the time of a file of a million records
     return document.model_copy(update={"id": doc_id, "metadata": metadata})

@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from ragtools.parsers.document import Document, documents_without_surrogates, stable_id
+from ragtools.parsers.document import Document, derived_id, documents_without_surrogates
 from ragtools.parsers.errors import ParseError
 from ragtools.parsers.nesting import nesting_problem, too_deep
 from ragtools.parsers.normalize import normalize_text
@@ -176,8 +176,7 @@ def _field_documents(records: Sequence[Record], source: str, field: str) -> Iter
         if not text:
             continue
         metadata = _metadata(fields, skip, source, row)
-        doc_id = stable_id("doc", source, row, text)
-        yield Document(id=doc_id, text=text, metadata=metadata)
+        yield Document(id=derived_id(source, metadata, text), text=text, metadata=metadata)
 
 
 def _cell(value: Any) -> str:
@@ -229,7 +228,7 @@ def _row_documents(
         if title:
             metadata["title"] = " ".join(title.split())
         made += 1
-        yield Document(id=stable_id("doc", source, row, text), text=text, metadata=metadata)
+        yield Document(id=derived_id(source, metadata, text), text=text, metadata=metadata)
     if made < len(span):
         logger.debug("%s: %d empty rows skipped", source, len(span) - made)
 

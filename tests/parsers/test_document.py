@@ -67,6 +67,8 @@ def test_ids_derived_by_the_models_are_stable_ids() -> None:
     chunk = Chunk(doc_id=document.id, text="alpha", start=0)
     assert chunk.id == _reference("chunk", document.id, 0, 5, "alpha")
     assert Chunk.unchecked(document.id, "alpha", 0, 5, {}).id == chunk.id
+    record = Document(text="alpha 1", metadata={"source": "a.json", "row": 7, "page": 3})
+    assert record.id == _reference("doc", "a.json", 7, "alpha 1")  # its own "page" is data
 
 
 def test_validation_never_changes_or_keeps_the_callers_dicts() -> None:
@@ -79,7 +81,7 @@ def test_validation_never_changes_or_keeps_the_callers_dicts() -> None:
     filled = Document.model_validate(bare)  # id and source filled in
     assert bare == {"text": "alpha", "metadata": {"row": 1}}
     assert filled.metadata == {"row": 1, "source": "<text>"}
-    assert filled.id == _reference("doc", "<text>", None, "alpha")
+    assert filled.id == _reference("doc", "<text>", 1, "alpha")  # a record's row is its place
     raw_chunk: dict[str, object] = {"doc_id": "x1", "text": "alp"}
     chunk = Chunk.model_validate(raw_chunk)
     assert raw_chunk == {"doc_id": "x1", "text": "alp"}

@@ -25,6 +25,15 @@ def test_a_derived_id_follows_a_new_source() -> None:
     assert list(finished.metadata) == ["path", "file_type", "mtime", "size", "source", "page"]
 
 
+def test_a_records_derived_id_follows_a_new_source() -> None:
+    """A record's id is derived from its row: the loader derives it again from the
+    relative source, so a record file gives the same ids wherever its folder sits."""
+    parsed = Document(text="alpha 1", metadata={"source": "/abs/sub/r.json", "row": 4})
+    finished = with_file_metadata(parsed, "sub/r.json", EXTRA)
+    expected = Document(text="alpha 1", metadata={"source": "sub/r.json", "row": 4})
+    assert finished.id == expected.id != parsed.id
+
+
 def test_a_given_id_is_kept_whatever_the_source() -> None:
     document = Document(id="beir-7", text="alpha 1", metadata={"source": "/abs/c.jsonl"})
     assert with_file_metadata(document, "c.jsonl", EXTRA).id == "beir-7"

@@ -423,3 +423,28 @@ def test_a_parsers_ids_follow_the_files_source_once_finished(tmp_path: Path) -> 
         assert document.id == again.id
     assert result.documents[3].id == "given-1"
     assert result.documents[3].metadata["path"] == str(tmp_path / "sub" / "a.ids")
+
+
+def test_record_ids_are_the_same_wherever_the_folder_sits(tmp_path: Path) -> None:
+    """A record's id is derived from its file's relative source, its row and its text, as
+    a page's is: the same record files, loaded from two places, give the same document
+    and chunk ids (BEIR ``_id`` values are given and stay)."""
+    first = tmp_path / "first" / "docs"
+    (first / "sub").mkdir(parents=True)
+    (first / "records.json").write_text('[{"text": "alpha one"}, "alpha one"]', encoding="utf-8")
+    (first / "sub" / "rows.csv").write_text("title,body\nOne,alpha\nTwo,bravo\n", encoding="utf-8")
+    (first / "beir.jsonl").write_text('{"_id": "d1", "text": "charlie"}\n', encoding="utf-8")
+    second = tmp_path / "elsewhere" / "deeper" / "docs"
+    shutil.copytree(first, second)
+
+    def ids(root: Path) -> list[tuple[str, str]]:
+        result = load_dir(root, show_progress=False)
+        assert not result.errors
+        return sorted((d.metadata["source"], d.id) for d in result.documents)  # type: ignore[misc]
+
+    here, there = ids(first), ids(second)
+    assert here == there
+    assert len({doc_id for _, doc_id in here}) == 5  # the two "alpha one" rows differ
+    assert ("beir.jsonl", "d1") in here
+    document = next(d for d in load_dir(first, show_progress=False).documents if d.id != "d1")
+    assert document.id == Document(text=document.text, metadata=document.metadata).id
