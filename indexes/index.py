@@ -662,7 +662,7 @@ class Index:
             embedder: the embedder for queries (default: the model named in the manifest).
             lazy_chunks: keep every segment's chunks in its file, parsed when read (what
                 an update wants: it reads the rows of changed files by each segment's map
-                of them); ``None`` does so for segments over :data:`LAZY_ROWS` rows.
+                of them); ``None`` does so for a version of over :data:`LAZY_ROWS` rows.
 
         Raises:
             IndexLoadError: missing, damaged or tampered file (named in the message).
@@ -833,8 +833,9 @@ def open_version(
 
 
 LAZY_ROWS = 200_000
-"""A segment of more rows keeps its chunks in its mapped file, parsed when read
-(:class:`~indexes.store.chunk_file.ChunkFile`), so that memory does not grow with the chunks."""
+"""A version of more rows, over all its segments, keeps each segment's chunks in its mapped
+file, parsed when read (:class:`~indexes.store.chunk_file.ChunkFile`), so that memory does
+not grow with the chunks, however they are cut into segments and shards."""
 
 COMBINE_POSTINGS = 20_000_000
 """Postings (about 8 bytes each on disk, some 40 to 50 in memory while merging) up to which
@@ -887,9 +888,10 @@ def read_version(
     gives segments already read, as read (:attr:`IndexState.loaded`), by path: a writer's
     new version reads only the segments it wrote (segments never change). ``written``
     names, by path, segments the caller has just written in this process, with their
-    chunks as a read would make them (``None``: read them): their files are not hashed
-    again (the caller hashed them, as it wrote them, for their manifests), and their chunks
-    are not read again. Everything else is read and checked as for any segment.
+    chunks as it holds them (``None``: read them): their files are not hashed again (the
+    caller hashed them, as it wrote them, for their manifests), and their chunks are not
+    read again (a list is not kept in a version over :data:`LAZY_ROWS` rows: its file is
+    mapped). Everything else is read and checked as for any segment.
 
     Raises:
         IndexLoadError: a missing, damaged or tampered file (named), or a segment other than
@@ -906,6 +908,10 @@ def read_version(
     deleted: list[npt.NDArray[np.bool_]] = []
     known = reuse or {}
     fresh = written or {}
+    # Memory grows with the version's chunks, not with any one segment's: sixteen shards of
+    # 120,000 rows would otherwise hold 1.9M parsed chunks where one segment of 1.9M rows
+    # holds none.
+    large = sum(entry.rows for entry in entries) > LAZY_ROWS
     for entry in entries:
         deleted.append(read_deleted(directory, entry))
         if shard is not None and entry.shard != shard:
@@ -913,15 +919,16 @@ def read_version(
         elif entry.path in known:
             loaded.append(known[entry.path])
         else:
-            lazy = lazy_chunks if lazy_chunks is not None else entry.rows > LAZY_ROWS
+            lazy = mmap and (lazy_chunks if lazy_chunks is not None else large)
+            held = fresh.get(entry.path)
             part = _read_segment(
                 root,
                 entry,
                 mmap=mmap,
-                lazy=mmap and lazy,
+                lazy=lazy,
                 where=where,
                 hashed=entry.path in fresh,
-                chunks=fresh.get(entry.path),
+                chunks=None if lazy and not isinstance(held, ChunkFile) else held,
             )
             loaded.append(part)
     keyword = None

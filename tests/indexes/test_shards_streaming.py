@@ -157,6 +157,39 @@ def test_chunk_file_reads_what_the_store_wrote(tmp_path: Path) -> None:
         ChunkFile(tmp_path / "absent.jsonl")
 
 
+def test_a_large_version_of_small_segments_opens_without_parsing_their_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether chunks stay in their files is decided by the version's rows: each shard's
+    segment is small here, the version is not, so no chunk is parsed at open (memory grows
+    with the chunks held, however they are cut into shards); a version under the bound,
+    one shard read alone, holds its chunks."""
+    from ragtools.indexes import index as bundle
+    from ragtools.indexes.store import chunk_file
+
+    Index.from_documents(
+        (document(i) for i in range(N_DOCS)), tmp_path / "many", shards=N_SHARDS, vector=False
+    )
+    monkeypatch.setattr(bundle, "LAZY_ROWS", N_DOCS - 1)  # each segment under it, not all
+    parsed = 0
+    real_chunk = chunk_file.chunk_of_line
+
+    def counting_chunk(line: str) -> Any:
+        nonlocal parsed
+        parsed += 1
+        return real_chunk(line)
+
+    monkeypatch.setattr(chunk_file, "chunk_of_line", counting_chunk)
+    sharded = Index.open(tmp_path / "many")
+    parts = [p.chunks for p in sharded.state.parts if p is not None]
+    assert len(parts) == N_SHARDS and all(len(p) < N_DOCS for p in parts)
+    assert all(isinstance(p, chunk_file.ChunkFile) for p in parts) and parsed == 0
+    monkeypatch.setattr(bundle, "LAZY_ROWS", N_DOCS)
+    held = Index.open(tmp_path / "many")
+    assert not any(isinstance(p.chunks, chunk_file.ChunkFile) for p in held.state.parts if p)
+    assert [c.id for c in sharded.chunks] == [c.id for c in held.chunks]
+
+
 def test_a_large_segments_document_ids_are_read_at_the_first_text_lookup(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
