@@ -6,7 +6,8 @@ Each input is generated in a temporary folder and run in a fresh process the way
 ran it: ``rag build SRC --out IDX --no-vector`` for a build (every source folder also holds
 one small good file, so a line shows whether the rest of the build survived), the agents'
 file tool inside a ``ToolsNode`` (called from an application thread) for a tool,
-``parsers.load`` for a load, ``rag search`` for a search. One JSON line per input: wall
+``parsers.load`` for a load, ``rag search`` for a search, ``Index.build`` from a caller
+with threads and no ``__main__`` file for a notebook. One JSON line per input: wall
 seconds, the peak resident memory of the child process and its descendants (``wait4``'s
 ``ru_maxrss``, in MiB), that peak over the ``baseline`` line's (an interpreter that builds a
 one-file index), and the outcome (the result, or the named error's first words).
@@ -67,6 +68,17 @@ left = len(multiprocessing.active_children())
 content = " ".join(str(message.content)[:400].split())  # (never the whole text: memory)
 text = content[content.find(":") + 1 :].strip() if message.status == "error" else content
 print(f"{message.status} ({left} workers left, {len(message.content)} characters): {text}")
+"""
+
+NOTEBOOK = """
+import sys, threading
+from ragtools.indexes import Index
+stop = threading.Event()
+threading.Thread(target=stop.wait, daemon=True).start()  # a Jupyter kernel's threads
+index = Index.build([sys.argv[1]], sys.argv[2], vector=False, show_progress=False)
+stop.set()
+row = index.keyword_search("bravo 1", 1)[0][0]
+print(f"built {len(index)} chunks; 'bravo 1' finds {index.chunks[row].text!r}")
 """
 
 
@@ -180,6 +192,13 @@ def json_records(folder: Path) -> list[str]:
     return _build(src, folder)
 
 
+def json_records_notebook(folder: Path) -> list[str]:
+    """The same through ``Index.build`` from a caller with threads and no ``__main__``
+    file, as in a notebook (``python -c`` here)."""
+    json_records(folder)
+    return [sys.executable, "-c", NOTEBOOK, str(folder / "src"), str(folder / "idx")]
+
+
 def csv_rows(folder: Path) -> list[str]:
     """A 9 MB CSV (500,000 rows): valid, must be indexed."""
     src = _src(folder)
@@ -253,6 +272,7 @@ CASES = [
     Case("text-200MB (tool, node timeout 40)", text_200mb_tool),
     Case("text-200MB max_bytes=300MB (tool, node timeout 40)", text_200mb_tool_admitted),
     Case("json-10^6-records (build)", json_records),
+    Case("json-10^6-records (Index.build, notebook: threads)", json_records_notebook),
     Case("csv-9MB-500000-rows (build)", csv_rows),
     Case("docx-300000-headings (build)", docx_headings),
     Case("gitignore-16-stars-a (build)", lambda f: _gitignore(f, 16)),

@@ -14,9 +14,10 @@ split by pages over the workers. A CSV or JSON file of ``PARTS_MIN_BYTES`` or mo
 into two parts when the caller's sink can take parts (:class:`SinkParts`): a worker sends no
 documents back (a million would cost more as JSON than they save) but the state of a sink of
 its own, which the caller's sink adopts. Start method: ``fork`` on Linux when the caller has a
-single thread (instant, and scripts need no ``__main__`` guard), else ``spawn`` (and no
-parts). Results come back as JSON text, and the workers' log records (the scanned-page
-warnings) are re-emitted in the caller's loggers.
+single thread (instant, and scripts need no ``__main__`` guard), else ``spawn`` (and parts
+only when the caller's ``__main__`` is not run again by a spawned child: a notebook's).
+Results come back as JSON text, and the workers' log records (the scanned-page warnings) are
+re-emitted in the caller's loggers.
 
 This module imports nothing from ``loading.py``; ``loading.py`` imports from it. That keeps
 the import graph acyclic, which matters because ``spawn`` and ``forkserver`` children import
@@ -457,12 +458,24 @@ def _guarded(task: Task) -> bool:
 
 def _parted(task: Task, size: int, recipe: SinkParts | None) -> bool:
     """A record file big enough to be parsed in parts, for a sink that takes parts, by
-    more than one worker, started by ``fork``: under ``spawn`` (a caller with threads, or
-    not Linux) a script without a ``__main__`` guard could not start them, where taking
-    the file whole in this process always works."""
+    more than one worker, started by ``fork``, or by ``spawn`` from a caller whose
+    ``__main__`` a spawned child does not run again (:func:`_main_runs_again`)."""
     streamed = task.spec.builtin and task.spec.name in _STREAMED
-    forked = _mp_context().get_start_method() == "fork"
-    return recipe is not None and size > 1 and streamed and task.size >= PARTS_MIN_BYTES and forked
+    startable = _mp_context().get_start_method() == "fork" or not _main_runs_again()
+    big = task.size >= PARTS_MIN_BYTES
+    return recipe is not None and size > 1 and streamed and big and startable
+
+
+def _main_runs_again() -> bool:
+    """Whether a spawned child would run the caller's ``__main__`` again, as
+    :mod:`multiprocessing` prepares one: a script's or a ``-m`` module's, which would start
+    its work over unless it is behind a ``__main__`` guard (this module cannot tell). A
+    notebook's, the REPL's or ``python -c``'s has neither a file nor a module name, so a
+    caller with threads there (a Jupyter kernel always has some) still gets parts; a
+    script with threads takes the file whole in its own process, which always works."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return getattr(spec, "name", None) is not None or getattr(main, "__file__", None) is not None
 
 
 def _pooled(task: Task, size: int, recipe: SinkParts | None) -> bool:

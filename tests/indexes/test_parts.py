@@ -16,7 +16,9 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
+import types
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -262,13 +264,23 @@ def test_a_spill_adopts_parts_as_if_it_had_taken_the_file(tmp_path: Path) -> Non
     assert read_chunks(tmp_path / "parted.jsonl") == read_chunks(tmp_path / "whole.jsonl")
 
 
-def test_a_caller_with_threads_takes_a_big_record_file_whole(
+def _main(monkeypatch: pytest.MonkeyPatch, file: str | None) -> None:
+    """The caller's ``__main__``: a script's (``file``) or a notebook's (no file, no spec)."""
+    main = types.ModuleType("__main__")
+    if file is not None:
+        main.__file__ = file
+    monkeypatch.setitem(sys.modules, "__main__", main)
+
+
+def test_a_script_with_threads_takes_a_big_record_file_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Workers would be spawned then, which a script without a ``__main__`` guard cannot
-    do: the file is parsed in this process, as before parts existed."""
+    """Workers would be spawned then, and a spawned child runs the script again, which a
+    script without a ``__main__`` guard cannot take: the file is parsed in this process,
+    as before parts existed."""
     files = _bad_records(tmp_path / "src")[1:2]
     monkeypatch.setattr(_pool, "PARTS_MIN_BYTES", 1)
+    _main(monkeypatch, str(tmp_path / "script.py"))
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
     thread.start()
@@ -280,3 +292,41 @@ def test_a_caller_with_threads_takes_a_big_record_file_whole(
         thread.join()
     assert (errors, sources) == ([], ["src/good.csv"])
     assert not [m for m in caplog.messages if m.startswith("parsing in")]
+
+
+def test_a_notebook_with_threads_parses_a_big_record_file_in_spawned_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A notebook's ``__main__`` (a Jupyter kernel has threads) is not run again by a
+    spawned child: its big record files are parsed in parts, by spawned workers, into the
+    chunks a whole parse makes."""
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "parted").mkdir()
+    _whole(monkeypatch)
+    whole = _spill_load(_bad_records(tmp_path / "whole" / "src")[1:2], tmp_path / "whole")
+    monkeypatch.setattr(_pool, "PARTS_MIN_BYTES", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    _main(monkeypatch, None)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert _pool._mp_context().get_start_method() == "spawn"
+        with caplog.at_level(logging.DEBUG, logger=_pool.__name__):
+            parted = _spill_load(
+                _bad_records(tmp_path / "parted" / "src")[1:2], tmp_path / "parted"
+            )
+    finally:
+        stop.set()
+        thread.join()
+    assert parted == whole == ([], ["src/good.csv"])
+    assert [m for m in caplog.messages if m.startswith("parsing in")]
+
+    def chunks(tmp: Path) -> list[tuple[str, str, dict[str, object]]]:
+        """Ids, texts and metadata but the file's path and time, which differ here."""
+        return [
+            (c.id, c.text, {k: v for k, v in c.metadata.items() if k not in ("path", "mtime")})
+            for c in read_chunks(tmp / "chunks.out")
+        ]
+
+    assert chunks(tmp_path / "parted") == chunks(tmp_path / "whole")

@@ -103,11 +103,25 @@ def test_metadata_round_trips_through_the_spill(tmp_path: Path) -> None:
     assert dumped(sharded) == dumped(single)
 
 
+def _count_parsed_chunks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A counter (its one item) of the chunk lines parsed from a mapped chunk file from now."""
+    from ragtools.indexes.store import chunk_file
+
+    parsed = [0]
+    real_chunk = chunk_file.chunk_of_line
+
+    def counting_chunk(line: str) -> Any:
+        parsed[0] += 1
+        return real_chunk(line)
+
+    monkeypatch.setattr(chunk_file, "chunk_of_line", counting_chunk)
+    return parsed
+
+
 def test_large_segments_open_without_parsing_their_chunks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ragtools.indexes import index as bundle
-    from ragtools.indexes.store import chunk_file
 
     monkeypatch.setattr(bundle, "LAZY_ROWS", 0)  # every segment counts as large
     Index.from_documents(
@@ -116,19 +130,11 @@ def test_large_segments_open_without_parsing_their_chunks(
     single = Index.from_documents(
         [document(i) for i in range(N_DOCS)], tmp_path / "one", vector=False
     )
-    parsed = 0
-    real_chunk = chunk_file.chunk_of_line
-
-    def counting_chunk(line: str) -> Any:
-        nonlocal parsed
-        parsed += 1
-        return real_chunk(line)
-
-    monkeypatch.setattr(chunk_file, "chunk_of_line", counting_chunk)
+    parsed = _count_parsed_chunks(monkeypatch)
     sharded = Index.open(tmp_path / "many")
-    assert parsed == 0 and len(sharded.chunks) == N_DOCS
+    assert parsed[0] == 0 and len(sharded.chunks) == N_DOCS
     hits = KeywordRetriever(sharded, k=3).invoke("theta kappa")
-    assert parsed < N_DOCS  # the candidates' chunks (many tie here), never every row
+    assert parsed[0] < N_DOCS  # the candidates' chunks (many tie here), never every row
     expected = KeywordRetriever(single, k=3).invoke("theta kappa")
     assert [(h.chunk_id, h.score) for h in hits] == [(h.chunk_id, h.score) for h in expected]
     by_id = {c.id: c for c in single.chunks}
@@ -171,19 +177,11 @@ def test_a_large_version_of_small_segments_opens_without_parsing_their_chunks(
         (document(i) for i in range(N_DOCS)), tmp_path / "many", shards=N_SHARDS, vector=False
     )
     monkeypatch.setattr(bundle, "LAZY_ROWS", N_DOCS - 1)  # each segment under it, not all
-    parsed = 0
-    real_chunk = chunk_file.chunk_of_line
-
-    def counting_chunk(line: str) -> Any:
-        nonlocal parsed
-        parsed += 1
-        return real_chunk(line)
-
-    monkeypatch.setattr(chunk_file, "chunk_of_line", counting_chunk)
+    parsed = _count_parsed_chunks(monkeypatch)
     sharded = Index.open(tmp_path / "many")
     parts = [p.chunks for p in sharded.state.parts if p is not None]
     assert len(parts) == N_SHARDS and all(len(p) < N_DOCS for p in parts)
-    assert all(isinstance(p, chunk_file.ChunkFile) for p in parts) and parsed == 0
+    assert all(isinstance(p, chunk_file.ChunkFile) for p in parts) and parsed[0] == 0
     monkeypatch.setattr(bundle, "LAZY_ROWS", N_DOCS)
     held = Index.open(tmp_path / "many")
     assert not any(isinstance(p.chunks, chunk_file.ChunkFile) for p in held.state.parts if p)
