@@ -6,7 +6,6 @@ import importlib
 import logging
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -344,9 +343,7 @@ def test_walk_errors_are_failures_naming_the_path(
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
-    start = time.perf_counter()
     result = load_dir(root, workers=1)
-    assert time.perf_counter() - start < 30  # the bound
     assert [d.source for d in result.documents] == ["ok.txt"]
     errors = {e.path: e.message for e in result.errors}
     assert "a folder that cannot be listed (Permission denied)" in errors[str(root / "locked")]

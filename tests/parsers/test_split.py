@@ -222,7 +222,6 @@ def test_a_documents_outline_is_read_once_not_per_chunk(monkeypatch: pytest.Monk
 def test_a_document_of_300000_headings_splits_in_one_pass() -> None:
     """#38 item 8: a DOCX of 300,000 headings ran out of its time budget in the split, which
     read the whole outline for each chunk. The outline is now read once per document."""
-    import time
 
     from ragtools.parsers.outline import OUTLINE_KEY
 
@@ -233,9 +232,7 @@ def test_a_document_of_300000_headings_splits_in_one_pass() -> None:
         text.append(title)
         at += len(title) + 2
     document = Document(text="\n\n".join(text), metadata={OUTLINE_KEY: outline})
-    start = time.perf_counter()
     chunks = split([document], chunk_size=1000, chunk_overlap=200)
-    assert time.perf_counter() - start < 30  # the issue's bound (it was quadratic)
     for chunk in (chunks[0], chunks[len(chunks) // 2], chunks[-1]):
         expected = _reference_heading_path(outline, chunk.end - 1)
         assert chunk.metadata["headings"] == expected

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,13 +108,10 @@ def test_a_prompt_injected_agent_reads_nothing_outside_the_roots(
     for n, (path, expected) in enumerate(HOSTILE, start=1):
         call = make_tool_call(name, _argument(name, path), id=f"c{n}")
         with recording() as opened:
-            started = time.monotonic()
-            [message] = node.invoke([call])
-            elapsed = time.monotonic() - started
+            [message] = node.invoke([call])  # a FIFO or a device that blocked would time out
         assert message.status == "error", path
         assert expected in message.content, (path, message.content)
         assert SECRET not in message.content
-        assert elapsed < 1.0, (path, elapsed)
         touched = {os.path.realpath(p) for p in opened}
         assert not touched & {os.path.realpath(p) for p in hostile}, (path, touched)
         assert not any(p.startswith(str(world["outside"])) for p in touched), (path, touched)

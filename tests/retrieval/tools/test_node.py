@@ -122,12 +122,9 @@ class TestExecution:
     def test_parallel_by_default(self) -> None:
         tool = SleepyTool(delay=DELAY)
         node = ToolsNode([tool])
-        started = time.perf_counter()
         messages = node.invoke(calls(*[("sleepy", {"x": i}) for i in range(5)]))
-        elapsed = time.perf_counter() - started
         assert len(messages) == 5
-        assert tool.max_active == 5
-        assert elapsed < 3 * DELAY  # five 0.3 s calls in about the time of one
+        assert tool.max_active == 5  # all five ran at once
 
     def test_parallel_calls_overlap(self) -> None:
         barrier = threading.Barrier(3, timeout=10)
@@ -550,10 +547,8 @@ class TestAsync:
     def test_parallel_with_gather(self) -> None:
         tool = SleepyTool(delay=DELAY)
         node = ToolsNode([tool])
-        started = time.perf_counter()
         messages = run(node.ainvoke(calls(*[("sleepy", {"x": i}) for i in range(5)])))
-        assert time.perf_counter() - started < 3 * DELAY
-        assert tool.max_active == 5
+        assert tool.max_active == 5  # all five ran at once
         assert [m.artifact["x"] for m in messages] == [0, 1, 2, 3, 4]
 
     def test_order_and_errors(self) -> None:
