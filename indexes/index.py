@@ -879,7 +879,7 @@ def read_version(
     stats: GlobalStats | None = None,
     reuse: Mapping[str, IndexState] | None = None,
     lazy_chunks: bool | None = None,
-    written: Mapping[str, Sequence[Chunk] | None] | None = None,
+    written: Mapping[str, Sequence[Chunk]] | None = None,
 ) -> IndexState:
     """Read and check one version and every segment it names; see :mod:`indexes.store.segments`.
 
@@ -888,10 +888,11 @@ def read_version(
     gives segments already read, as read (:attr:`IndexState.loaded`), by path: a writer's
     new version reads only the segments it wrote (segments never change). ``written``
     names, by path, segments the caller has just written in this process, with their
-    chunks as it holds them (``None``: read them): their files are not hashed again (the
-    caller hashed them, as it wrote them, for their manifests), and their chunks are not
-    read again (a list is not kept in a version over :data:`LAZY_ROWS` rows: its file is
-    mapped). Everything else is read and checked as for any segment.
+    chunks as it holds them (a list, or the mapped file): their files are not hashed again
+    (the caller hashed them, as it wrote them, for their manifests), and their chunks are
+    taken as held when that is the form the version reads them in (mapped over
+    :data:`LAZY_ROWS` rows, else a list), read otherwise. Everything else is read and
+    checked as for any segment.
 
     Raises:
         IndexLoadError: a missing, damaged or tampered file (named), or a segment other than
@@ -928,7 +929,7 @@ def read_version(
                 lazy=lazy,
                 where=where,
                 hashed=entry.path in fresh,
-                chunks=None if lazy and not isinstance(held, ChunkFile) else held,
+                chunks=held if isinstance(held, ChunkFile) == lazy else None,
             )
             loaded.append(part)
     keyword = None

@@ -179,9 +179,9 @@ class _Plan:
     deleted: list[Mask]
     chunks: list[Sequence[Chunk]]
     new: list[SegmentEntry] = field(default_factory=list)
-    written: dict[str, Sequence[Chunk] | None] = field(default_factory=dict)
-    """The segments this process wrote, by path, with their chunks as it holds them
-    (``None``: read them back): see :func:`~indexes.index.read_version`."""
+    written: dict[str, Sequence[Chunk]] = field(default_factory=dict)
+    """The segments this process wrote, by path, with their chunks as it holds them (a
+    list, or the mapped file): see :func:`~indexes.index.read_version`."""
 
 
 class IndexWriter:
@@ -719,10 +719,10 @@ class IndexWriter:
         # A large segment's chunks, and a spilled one's (never in memory), are read back from
         # its file when a merge needs them: a sharded build of ten million rows would
         # otherwise hold every shard's chunks.
-        lazy = rows > LAZY_ROWS  # (read_version maps any segment of a version this large)
+        lazy = rows > LAZY_ROWS
         held = kept if kept is not None and not lazy else ChunkFile(index.path / path / CHUNKS)
         plan.chunks.append(held)
-        plan.written[path] = None if kept is None and not lazy else held  # None: read a list
+        plan.written[path] = held
 
     def _plan(self) -> _Plan:
         """The live version as a starting point. A version of an older layout has its live
